@@ -1,0 +1,194 @@
+// Package platform defines how isobench puts a workload somewhere: a Platform
+// creates Instances from a Spec; an Instance runs commands, takes files, has
+// an address and facts, and is closed. Every implementation lives in a
+// package of its own below this one and passes the shared conformance suite
+// in platform/conformance.
+//
+// Nothing here assumes an instance shares the host's file system, clock or
+// network namespace: files are copied in, addresses are asked for, and
+// durations are measured on the host.
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/isobench/isobench/internal/spec"
+)
+
+// Network modes.
+const (
+	NetDefault = ""       // the platform's usual mode (bridge for Docker)
+	NetBridge  = "bridge" // a private address behind a bridge
+	NetHost    = "host"   // the host's network namespace
+	NetNone    = "none"   // loopback only
+)
+
+// Storage modes: where the instance's scratch directory lives.
+const (
+	StorageRootfs = "rootfs" // the instance's own root file system (overlay for Docker)
+	StorageVolume = "volume" // a host directory or volume mounted in
+)
+
+// Spec says what instance to create. Zero values mean "no limit" or "the
+// platform's default".
+type Spec struct {
+	Name     string  // unique name; platforms prefix it as they need
+	Image    string  // image profile, e.g. "minimal"
+	CPUs     float64 // CPU quota in cores (0: unlimited)
+	Memory   int64   // memory limit in bytes (0: unlimited)
+	Network  string  // NetDefault, NetBridge, NetHost, NetNone
+	Storage  string  // StorageRootfs (default) or StorageVolume
+	Extra    map[string]string
+	Labels   map[string]string
+	// Main, when set, is the instance's main process (argv inside the
+	// instance; "{agent}" as argv[0] means the isobench agent). Its stdout
+	// goes to MainStdout. When unset the instance idles until closed.
+	Main       []string
+	MainStdout io.Writer
+	// Phase, when set, is told when the platform passes a lifecycle phase
+	// ("created", "started") on the host clock.
+	Phase func(name string, at time.Time)
+}
+
+// ScratchDir is where workloads put files inside every instance; with
+// StorageVolume a host directory is mounted there.
+const ScratchDir = "/isobench-scratch"
+
+// AgentPlaceholder in Spec.Main or an Exec argv stands for the path of the
+// isobench agent binary inside the instance.
+const AgentPlaceholder = "{agent}"
+
+// Platform creates instances of one isolation technology.
+type Platform interface {
+	// Name is the platform's registry name, e.g. "docker".
+	Name() string
+	// Available says whether the platform can run here; the error says why
+	// not and what to do.
+	Available(ctx context.Context) error
+	// Create makes and starts an instance. On error nothing is left behind.
+	Create(ctx context.Context, s Spec) (Instance, error)
+	// Facts describe the platform on this host (engine version, storage
+	// driver, accelerator...), recorded with every run.
+	Facts(ctx context.Context) map[string]string
+	// Close releases what the platform itself holds (clients, bridges).
+	Close(ctx context.Context) error
+}
+
+// ExecIO connects a command's standard streams; nil means none.
+type ExecIO struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// ExitError reports a command that ran and exited non-zero.
+type ExitError struct {
+	Code int
+	Argv []string
+}
+
+func (e *ExitError) Error() string {
+	return fmt.Sprintf("command %q exited with status %d", strings.Join(e.Argv, " "), e.Code)
+}
+
+// Instance is one running isolated environment.
+type Instance interface {
+	// ID is the engine's identifier (container id, pid, vm name).
+	ID() string
+	// Exec runs argv inside the instance and waits for it. A non-zero exit
+	// is reported as *ExitError. "{agent}" as argv[0] runs the agent.
+	Exec(ctx context.Context, argv []string, stdio ExecIO) error
+	// CopyIn copies a host file to path inside the instance.
+	CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error
+	// Address is an IP the host can reach the instance at ("" with NetNone;
+	// the host's loopback with NetHost).
+	Address(ctx context.Context) (string, error)
+	// Facts about this instance (cpu quota, memory limit, network mode...).
+	Facts(ctx context.Context) map[string]string
+	// Wait waits for the main process (Spec.Main) to exit and returns its
+	// status; for idle instances it returns when the instance stops.
+	Wait(ctx context.Context) (int, error)
+	// Close stops and removes the instance and everything created for it.
+	// It is safe to call more than once.
+	Close(ctx context.Context) error
+}
+
+// ErrUnsupported marks an option a platform cannot honour.
+var ErrUnsupported = errors.New("not supported by this platform")
+
+// Options are a platform's parsed "name:k=v" options, split into the common
+// Spec fields and what is left for the platform.
+type Options struct {
+	Name  string
+	Raw   map[string]string
+	Base  Spec // CPUs, Memory, Network, Storage filled from the options
+	Extra map[string]string
+}
+
+// ParseOptions turns "docker:cpus=1,memory=2g,network=host,storage=volume"
+// into a base Spec. allowedExtra lists platform-specific keys it accepts.
+func ParseOptions(s string, allowedExtra ...string) (Options, error) {
+	sp, err := spec.Parse(s)
+	if err != nil {
+		return Options{}, err
+	}
+	o := Options{Name: sp.Name, Raw: sp.Params, Extra: map[string]string{}}
+	for k, v := range sp.Params {
+		switch k {
+		case "cpus":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f <= 0 {
+				return Options{}, fmt.Errorf("%s: cpus=%q must be a positive number of cores", sp.Name, v)
+			}
+			o.Base.CPUs = f
+		case "memory":
+			n, err := spec.ParseSize(v)
+			if err != nil || n < 4<<20 {
+				return Options{}, fmt.Errorf("%s: memory=%q must be a size of at least 4m, e.g. 512m or 2g", sp.Name, v)
+			}
+			o.Base.Memory = n
+		case "network":
+			switch v {
+			case NetBridge, NetHost, NetNone:
+				o.Base.Network = v
+			default:
+				return Options{}, fmt.Errorf("%s: network=%q must be bridge, host or none", sp.Name, v)
+			}
+		case "storage":
+			switch v {
+			case StorageRootfs, StorageVolume:
+				o.Base.Storage = v
+			default:
+				return Options{}, fmt.Errorf("%s: storage=%q must be rootfs or volume", sp.Name, v)
+			}
+		default:
+			ok := false
+			for _, a := range allowedExtra {
+				if a == k {
+					ok = true
+				}
+			}
+			if !ok {
+				all := append([]string{"cpus", "memory", "network", "storage"}, allowedExtra...)
+				sort.Strings(all)
+				return Options{}, fmt.Errorf("%s has no option %q (it has: %s)", sp.Name, k, strings.Join(all, ", "))
+			}
+			o.Extra[k] = v
+		}
+	}
+	o.Base.Extra = o.Extra
+	return o, nil
+}
+
+// Canonical renders the options in stable form for storing with samples.
+func (o Options) Canonical() string { return spec.Canonical(o.Raw) }
+
+// Label every platform puts on what it creates, so leftovers can be found.
+const Label = "isobench"

@@ -1,0 +1,128 @@
+// Package cpu is the sysbench cpu workload: each thread verifies the primes
+// up to max-prime by trial division, again and again, for a fixed time; one
+// verification pass is one event. The loop is sysbench's own, so events/s
+// are comparable with `sysbench cpu --cpu-max-prime=N`.
+package cpu
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// Def is the cpu workload.
+var Def = workload.Def{
+	Name: "cpu",
+	Help: "sysbench cpu: verify primes up to max-prime per event, per thread, for duration; events/s",
+	Params: []workload.Param{
+		{Name: "threads", Kind: workload.Int, Default: "1", Min: 1, Max: 4096, Help: "worker threads"},
+		{Name: "max-prime", Kind: workload.Int, Default: "10000", Min: 3, Max: 1e9, Help: "upper limit of the primes verified per event"},
+		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 0.01, Max: 86400, Help: "how long the threads run"},
+	},
+	Agent: run,
+	Timeout: func(p workload.Params) time.Duration {
+		return p.Duration("duration") + time.Minute
+	},
+}
+
+// Event runs one sysbench cpu event and returns how many primes it found
+// (returned so the compiler cannot drop the loop).
+func Event(maxPrime uint64) uint64 {
+	var n uint64
+	for c := uint64(3); c < maxPrime; c++ {
+		t := math.Sqrt(float64(c))
+		l := uint64(2)
+		for ; float64(l) <= t; l++ {
+			if c%l == 0 {
+				break
+			}
+		}
+		if float64(l) > t {
+			n++
+		}
+	}
+	return n
+}
+
+type threadResult struct {
+	events    int
+	latencies []time.Duration
+}
+
+func run(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	threads := p.Int("threads")
+	maxPrime := uint64(p.Int("max-prime"))
+	dur := p.Duration("duration")
+	if err := ready(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	deadline := start.Add(dur)
+	results := make([]threadResult, threads)
+	var wg sync.WaitGroup
+	var sink uint64
+	var sinkMu sync.Mutex
+	for i := 0; i < threads; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r := &results[i]
+			var local uint64
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if !t0.Before(deadline) {
+					break
+				}
+				local += Event(maxPrime)
+				r.latencies = append(r.latencies, time.Since(t0))
+				r.events++
+			}
+			sinkMu.Lock()
+			sink += local
+			sinkMu.Unlock()
+		}(i)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var all []time.Duration
+	events := 0
+	for _, r := range results {
+		events += r.events
+		all = append(all, r.latencies...)
+	}
+	if events == 0 || sink == 0 {
+		return nil, errors.New("cpu: no event completed within the duration; raise duration or lower max-prime")
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	var total time.Duration
+	for _, d := range all {
+		total += d
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return []sample.Metric{
+		{Name: "events_per_sec", Value: float64(events) / elapsed.Seconds(), Unit: "events/s", Better: sample.Higher, Agg: sample.Sum},
+		{Name: "latency_avg", Value: ms(total / time.Duration(len(all))), Unit: "ms", Better: sample.Lower, Agg: sample.Mean},
+		{Name: "latency_p95", Value: ms(Percentile(all, 95)), Unit: "ms", Better: sample.Lower, Agg: sample.Max},
+	}, nil
+}
+
+// Percentile of sorted durations, nearest-rank (as sysbench reports).
+func Percentile(sorted []time.Duration, pct float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(pct / 100 * float64(len(sorted))))
+	if rank < 1 {
+		rank = 1
+	}
+	return sorted[rank-1]
+}

@@ -1,0 +1,279 @@
+// Package workload declares what a workload is: its parameters (with
+// defaults and validation) and either an in-guest body that the agent runs
+// inside an instance, or a host-driven body that manages instances itself
+// (startup, network placements with a host end, footprint).
+package workload
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/spec"
+)
+
+// Kind of a parameter, deciding how its value is validated.
+type Kind int
+
+const (
+	Int Kind = iota
+	Float
+	Size
+	Duration
+	Bool
+	Enum
+	String
+)
+
+// Param declares one parameter.
+type Param struct {
+	Name    string
+	Kind    Kind
+	Default string
+	Help    string
+	Enum    []string // allowed values for Enum
+	Min     float64  // inclusive lower bound for Int, Float, Size, Duration (seconds)
+	Max     float64  // inclusive upper bound; 0 means none
+}
+
+// Barrier is called by an in-guest workload once its untimed setup is done;
+// it returns when every concurrent instance is ready and the host says go.
+type Barrier func() error
+
+// AgentFunc is the body of an in-guest workload.
+type AgentFunc func(ctx context.Context, p Params, ready Barrier) ([]sample.Metric, error)
+
+// HostEnv is what a host-driven workload gets: the platform, the spec every
+// instance it creates must start from, and how many instances this cell runs.
+type HostEnv struct {
+	Platform  platform.Platform
+	Base      platform.Spec
+	Instances int
+	// NewName returns a unique instance name for this run.
+	NewName func() string
+}
+
+// InstanceResult is what one instance of a host-driven workload measured.
+type InstanceResult struct {
+	Instance int
+	Metrics  []sample.Metric
+	Tags     map[string]string
+}
+
+// HostFunc is the body of a host-driven workload. It must close every
+// instance it creates, also when ctx is cancelled.
+type HostFunc func(ctx context.Context, p Params, env HostEnv) ([]InstanceResult, error)
+
+// Def is one workload.
+type Def struct {
+	Name   string
+	Help   string
+	Params []Param
+	// Check validates combinations of parameters beyond each one's own rule.
+	Check func(Params) error
+	// Exactly one of Agent and Host is set.
+	Agent AgentFunc
+	Host  HostFunc
+	// Timeout for one repetition given its parameters; zero means a default.
+	Timeout func(Params) time.Duration
+}
+
+// Params is a validated parameter set with defaults filled in.
+type Params struct {
+	vals map[string]string
+}
+
+// Resolve validates raw against d's declaration and fills in defaults.
+func (d Def) Resolve(raw map[string]string) (Params, error) {
+	known := map[string]Param{}
+	for _, p := range d.Params {
+		known[p.Name] = p
+	}
+	vals := map[string]string{}
+	for k, v := range raw {
+		p, ok := known[k]
+		if !ok {
+			return Params{}, fmt.Errorf("workload %s has no parameter %q (it has: %s)", d.Name, k, d.paramNames())
+		}
+		if err := p.check(v); err != nil {
+			return Params{}, fmt.Errorf("workload %s: %w", d.Name, err)
+		}
+		vals[k] = v
+	}
+	for _, p := range d.Params {
+		if _, ok := vals[p.Name]; !ok {
+			vals[p.Name] = p.Default
+		}
+	}
+	ps := Params{vals: vals}
+	if d.Check != nil {
+		if err := d.Check(ps); err != nil {
+			return Params{}, fmt.Errorf("workload %s: %w", d.Name, err)
+		}
+	}
+	return ps, nil
+}
+
+func (d Def) paramNames() string {
+	var names []string
+	for _, p := range d.Params {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func (p Param) check(v string) error {
+	bad := func(want string) error {
+		return fmt.Errorf("parameter %s=%q: want %s", p.Name, v, want)
+	}
+	var x float64
+	switch p.Kind {
+	case Int:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return bad("a whole number")
+		}
+		x = float64(n)
+	case Float:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return bad("a number")
+		}
+		x = f
+	case Size:
+		n, err := spec.ParseSize(v)
+		if err != nil {
+			return bad("a size such as 4k, 64m or 1g")
+		}
+		x = float64(n)
+	case Duration:
+		d, err := spec.ParseDuration(v)
+		if err != nil {
+			return bad("a duration such as 10s or 500ms")
+		}
+		x = d.Seconds()
+	case Bool:
+		if _, err := strconv.ParseBool(v); err != nil {
+			return bad("true or false")
+		}
+		return nil
+	case Enum:
+		for _, e := range p.Enum {
+			if v == e {
+				return nil
+			}
+		}
+		return bad("one of " + strings.Join(p.Enum, "|"))
+	case String:
+		return nil
+	}
+	if x < p.Min {
+		return fmt.Errorf("parameter %s=%s is below its minimum %v", p.Name, v, p.Min)
+	}
+	if p.Max != 0 && x > p.Max {
+		return fmt.Errorf("parameter %s=%s is above its maximum %v", p.Name, v, p.Max)
+	}
+	return nil
+}
+
+// Raw returns the parameters as a map (a copy).
+func (p Params) Raw() map[string]string {
+	m := make(map[string]string, len(p.vals))
+	for k, v := range p.vals {
+		m[k] = v
+	}
+	return m
+}
+
+// String is the canonical "k=v,k=v" form stored with samples.
+func (p Params) String() string { return spec.Canonical(p.vals) }
+
+// Accessors. They are only called for declared parameters, already validated
+// by Resolve, so parse errors cannot happen; an undeclared name yields zero.
+
+func (p Params) Str(name string) string { return p.vals[name] }
+
+func (p Params) Int(name string) int {
+	n, _ := strconv.Atoi(p.vals[name])
+	return n
+}
+
+func (p Params) Float(name string) float64 {
+	f, _ := strconv.ParseFloat(p.vals[name], 64)
+	return f
+}
+
+func (p Params) Size(name string) int64 {
+	n, _ := spec.ParseSize(p.vals[name])
+	return n
+}
+
+func (p Params) Duration(name string) time.Duration {
+	d, _ := spec.ParseDuration(p.vals[name])
+	return d
+}
+
+func (p Params) Bool(name string) bool {
+	b, _ := strconv.ParseBool(p.vals[name])
+	return b
+}
+
+// FromString parses a canonical "k=v,k=v" string and resolves it against d;
+// the agent receives its parameters this way.
+func (d Def) FromString(s string) (Params, error) {
+	raw := map[string]string{}
+	if strings.TrimSpace(s) != "" {
+		sp, err := spec.Parse(d.Name + ":" + s)
+		if err != nil {
+			return Params{}, err
+		}
+		raw = sp.Params
+	}
+	return d.Resolve(raw)
+}
+
+// Registry looks workloads up by name.
+type Registry map[string]Def
+
+// NewRegistry builds a registry, rejecting duplicate or malformed defs.
+func NewRegistry(defs ...Def) (Registry, error) {
+	r := Registry{}
+	for _, d := range defs {
+		if d.Name == "" || (d.Agent == nil) == (d.Host == nil) {
+			return nil, fmt.Errorf("workload %q must have a name and exactly one of Agent and Host", d.Name)
+		}
+		if _, dup := r[d.Name]; dup {
+			return nil, fmt.Errorf("workload %q registered twice", d.Name)
+		}
+		r[d.Name] = d
+	}
+	return r, nil
+}
+
+// Lookup finds a workload or says which exist.
+func (r Registry) Lookup(name string) (Def, error) {
+	d, ok := r[name]
+	if !ok {
+		return Def{}, fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(r.Names(), ", "))
+	}
+	return d, nil
+}
+
+// Names lists the registered workloads, sorted.
+func (r Registry) Names() []string {
+	var n []string
+	for k := range r {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
