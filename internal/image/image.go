@@ -1,0 +1,205 @@
+// Package image builds, without any registry, the file trees isobench puts
+// into instances. A profile is a root file system directory; engines that
+// want an image (Docker, Podman) import a tar of it, the others (LXC, runc,
+// nspawn, QEMU initramfs) use the directory itself.
+//
+// Profile "minimal": the host's static busybox and the isobench binary.
+package image
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Profiles known to Build.
+const (
+	Minimal = "minimal"
+)
+
+// AgentPath is where the isobench binary lives inside every image.
+const AgentPath = "/usr/local/bin/isobench"
+
+// BusyboxCandidates are where Debian's busybox-static puts its binary.
+var BusyboxCandidates = []string{"/bin/busybox", "/usr/bin/busybox"}
+
+// Builder builds profiles from host files.
+type Builder struct {
+	AgentBinary string // host path of the static isobench binary
+	Busybox     string // host path of a static busybox; found if empty
+}
+
+// Digest identifies the content a profile will be built from, so a cached
+// image can be reused exactly when nothing changed.
+func (b Builder) Digest(profile string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "profile=%s\n", profile)
+	bb, err := b.busybox()
+	if err != nil {
+		return "", err
+	}
+	for _, f := range []string{b.AgentBinary, bb} {
+		fh, err := os.Open(f)
+		if err != nil {
+			return "", fmt.Errorf("image digest: %w", err)
+		}
+		_, err = io.Copy(h, fh)
+		fh.Close()
+		if err != nil {
+			return "", fmt.Errorf("image digest: %w", err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func (b Builder) busybox() (string, error) {
+	if b.Busybox != "" {
+		return b.Busybox, nil
+	}
+	for _, c := range BusyboxCandidates {
+		if isStatic(c) {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("no static busybox found (looked at %s): install it with 'apt-get install busybox-static'", strings.Join(BusyboxCandidates, ", "))
+}
+
+// isStatic reports whether path is an ELF file with no program interpreter.
+func isStatic(path string) bool {
+	out, err := exec.Command("file", "-L", path).Output()
+	if err == nil {
+		return strings.Contains(string(out), "statically linked") || strings.Contains(string(out), "static-pie")
+	}
+	// without file(1): trust existence
+	_, err = os.Stat(path)
+	return err == nil
+}
+
+// BuildRootfs writes profile's root file system into dir (which must not
+// exist yet or be empty).
+func (b Builder) BuildRootfs(ctx context.Context, profile, dir string) error {
+	if profile != Minimal {
+		return fmt.Errorf("unknown image profile %q (known: %s)", profile, Minimal)
+	}
+	bb, err := b.busybox()
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{"bin", "sbin", "usr/bin", "usr/sbin", "usr/local/bin", "etc", "tmp", "proc", "sys", "dev", "run", "root", "var/tmp", strings.TrimPrefix("/isobench-scratch", "/")} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+	}
+	os.Chmod(filepath.Join(dir, "tmp"), 0o1777)
+	os.Chmod(filepath.Join(dir, "var/tmp"), 0o1777)
+	if err := copyFile(bb, filepath.Join(dir, "bin/busybox"), 0o755); err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, bb, "--list-full").Output()
+	if err != nil {
+		return fmt.Errorf("rootfs: listing busybox applets: %w", err)
+	}
+	for _, applet := range strings.Fields(string(out)) {
+		link := filepath.Join(dir, applet)
+		if _, err := os.Lstat(link); err == nil {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+		if err := os.Symlink("/bin/busybox", link); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+	}
+	if err := copyFile(b.AgentBinary, filepath.Join(dir, AgentPath), 0o755); err != nil {
+		return err
+	}
+	files := map[string]string{
+		"etc/passwd":   "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+		"etc/group":    "root:x:0:\nnogroup:x:65534:\n",
+		"etc/hostname": "isobench\n",
+		"etc/hosts":    "127.0.0.1 localhost isobench\n::1 localhost\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return fmt.Errorf("copy to %s: %w", dst, err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	return out.Close()
+}
+
+// Tar writes dir as an uncompressed tar stream with root-owned entries, the
+// form `docker import` and `podman import` take.
+func Tar(dir string, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		if info.Mode()&os.ModeSymlink != 0 {
+			if link, err = os.Readlink(path); err != nil {
+				return err
+			}
+		}
+		hdr, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		hdr.Name = filepath.ToSlash(rel)
+		if info.IsDir() {
+			hdr.Name += "/"
+		}
+		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "root", "root"
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(tw, f)
+			f.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("tar %s: %w", dir, err)
+	}
+	return tw.Close()
+}
