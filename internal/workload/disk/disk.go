@@ -1,0 +1,399 @@
+// Package disk is the fio-like disk workload: jobs independent jobs, each
+// with its own file of size bytes in the scratch directory, keep iodepth
+// I/Os of bs bytes in flight for duration (time based, as fio's
+// --time_based), reading and/or writing at random or sequential offsets.
+//
+// Outstanding I/Os are not libaio: each job runs iodepth goroutines, each
+// doing one blocking pread/pwrite at a time, so the same number of I/Os is
+// in flight as with fio --ioengine=libaio --iodepth=N, at the cost of one
+// thread per I/O. Files are laid out before the timed part (fully written,
+// not sparse, as fio does), synced, and their pages dropped from the page
+// cache with posix_fadvise(DONTNEED) as fio's invalidate=1 does; a
+// container cannot drop the whole page cache, so with direct=false reads
+// can still be served from memory (e.g. pages another instance brought in).
+package disk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// Def is the disk workload.
+var Def = workload.Def{
+	Name: "disk",
+	Help: "fio-like: jobs x iodepth blocking pread/pwrite of bs bytes on a size-byte file per job for duration; IOPS, MiB/s, latency percentiles",
+	Params: []workload.Param{
+		{Name: "pattern", Kind: workload.Enum, Default: "randread", Enum: []string{"randread", "randwrite", "read", "write", "rw", "randrw"}, Help: "fio's rw= (rw is sequential mixed, randrw random mixed)"},
+		{Name: "bs", Kind: workload.Size, Default: "4k", Min: 1, Max: 1 << 30, Help: "bytes per I/O"},
+		{Name: "size", Kind: workload.Size, Default: "1g", Min: 1, Help: "file size per job (rounded down to a multiple of bs)"},
+		{Name: "direct", Kind: workload.Bool, Default: "true", Help: "O_DIRECT, bypassing the page cache"},
+		{Name: "iodepth", Kind: workload.Int, Default: "16", Min: 1, Max: 1024, Help: "I/Os in flight per job"},
+		{Name: "jobs", Kind: workload.Int, Default: "1", Min: 1, Max: 256, Help: "independent jobs, each with its own file"},
+		{Name: "fsync", Kind: workload.Int, Default: "0", Min: 0, Help: "fsync the file after every N writes of a job (0: never)"},
+		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 0.01, Max: 86400, Help: "timed part"},
+		{Name: "rwmixread", Kind: workload.Int, Default: "50", Min: 0, Max: 100, Help: "percent of reads for rw and randrw"},
+	},
+	Check: check,
+	Agent: run,
+	Timeout: func(p workload.Params) time.Duration {
+		// Lay-out at a pessimistic 20 MB/s, then the timed part.
+		layout := float64(p.Size("size")) * float64(p.Int("jobs")) / 20e6
+		return time.Duration(layout*float64(time.Second)) + p.Duration("duration") + 2*time.Minute
+	},
+}
+
+const align = 4096
+
+func check(p workload.Params) error {
+	bs, size := p.Size("bs"), p.Size("size")
+	if size < bs {
+		return fmt.Errorf("size=%d is smaller than one block (bs=%d)", size, bs)
+	}
+	if p.Bool("direct") && bs%512 != 0 {
+		return fmt.Errorf("bs=%d must be a multiple of 512 with direct=true (O_DIRECT); use direct=false or e.g. bs=4k", bs)
+	}
+	pat := p.Str("pattern")
+	if p.Int("fsync") > 0 && (pat == "read" || pat == "randread") {
+		return fmt.Errorf("fsync=%d applies to writes but pattern=%s only reads", p.Int("fsync"), pat)
+	}
+	return nil
+}
+
+// AlignedBuffer returns n bytes whose first byte sits on a multiple of a
+// (a power of two), as O_DIRECT requires, carved out of a larger slice.
+func AlignedBuffer(n, a int) []byte {
+	b := make([]byte, n+a)
+	off := int(uintptr(unsafe.Pointer(&b[0])) & uintptr(a-1))
+	if off != 0 {
+		off = a - off
+	}
+	return b[off : off+n : off+n]
+}
+
+// rng is xorshift64*: per goroutine, so picking offsets costs nothing.
+type rng uint64
+
+func (r *rng) next() uint64 {
+	x := uint64(*r)
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	*r = rng(x)
+	return x * 2685821657736338717
+}
+
+func (r *rng) fill(b []byte) {
+	for i := 0; i < len(b); i += 8 {
+		x := r.next()
+		for j := 0; j < 8 && i+j < len(b); j++ {
+			b[i+j] = byte(x >> (8 * j))
+		}
+	}
+}
+
+// Histogram counts latencies in nanoseconds in log-linear buckets: 32 per
+// power of two (about 3% wide), exact below 64 ns.
+type Histogram struct {
+	counts [1920]uint64
+	n      uint64
+	max    uint64
+}
+
+func bucket(v uint64) int {
+	if v < 64 {
+		return int(v)
+	}
+	shift := bits.Len64(v) - 6
+	return (shift+1)<<5 + int((v>>shift)&31)
+}
+
+// bucketMid is the middle of bucket b's value range.
+func bucketMid(b int) uint64 {
+	if b < 64 {
+		return uint64(b)
+	}
+	shift := b>>5 - 1
+	m := uint64(b&31 | 32)
+	lo := m << shift
+	hi := (m+1)<<shift - 1
+	return lo + (hi-lo)/2
+}
+
+// Record adds one latency.
+func (h *Histogram) Record(d time.Duration) {
+	v := uint64(max(d, 0))
+	h.counts[bucket(v)]++
+	h.n++
+	if v > h.max {
+		h.max = v
+	}
+}
+
+// Merge adds o's counts to h.
+func (h *Histogram) Merge(o *Histogram) {
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.n += o.n
+	h.max = max(h.max, o.max)
+}
+
+// Count is how many latencies were recorded.
+func (h *Histogram) Count() uint64 { return h.n }
+
+// Max is the largest latency recorded, exactly.
+func (h *Histogram) Max() time.Duration { return time.Duration(h.max) }
+
+// Percentile returns the nearest-rank pct-th percentile, to the bucket's
+// middle (never above the exact maximum).
+func (h *Histogram) Percentile(pct float64) time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	rank := uint64(pct / 100 * float64(h.n))
+	if float64(rank) < pct/100*float64(h.n) {
+		rank++
+	}
+	rank = max(rank, 1)
+	var seen uint64
+	for b, c := range h.counts {
+		seen += c
+		if seen >= rank {
+			return time.Duration(min(bucketMid(b), h.max))
+		}
+	}
+	return time.Duration(h.max)
+}
+
+// job is one fio job: a file and the counters its I/O goroutines share.
+type job struct {
+	f      *os.File
+	blocks int64
+	next   atomic.Int64 // next sequential block
+	writes atomic.Int64 // for fsync=N
+}
+
+type worker struct {
+	hist          Histogram
+	reads, writes int64
+}
+
+func directHint(path string, err error) error {
+	if errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("disk: the file system of %s rejects O_DIRECT (%w); rerun with direct=false", filepath.Dir(path), err)
+	}
+	return fmt.Errorf("disk: %w", err)
+}
+
+// layout writes path fully with random data, syncs it and drops its pages
+// from the page cache.
+func layout(ctx context.Context, path string, size int64, seed uint64) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("disk: create %s: %w", path, err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	r := rng(seed | 1)
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.fill(buf)
+		n := min(int64(len(buf)), size-off)
+		if _, err := f.WriteAt(buf[:n], off); err != nil {
+			return fmt.Errorf("disk: lay out %s: %w", path, err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("disk: sync %s: %w", path, err)
+	}
+	// Best effort, as fio's invalidate: some file systems ignore it.
+	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	return f.Close()
+}
+
+func run(ctx context.Context, p workload.Params, ready workload.Barrier) (ms []sample.Metric, err error) {
+	bs := p.Size("bs")
+	blocks := p.Size("size") / bs
+	size := blocks * bs
+	direct := p.Bool("direct")
+	depth := p.Int("iodepth")
+	njobs := p.Int("jobs")
+	fsyncEvery := int64(p.Int("fsync"))
+	dur := p.Duration("duration")
+	mix := p.Int("rwmixread")
+	pat := p.Str("pattern")
+	random := pat == "randread" || pat == "randwrite" || pat == "randrw"
+	readPct := map[string]int{"randread": 100, "read": 100, "randwrite": 0, "write": 0, "rw": mix, "randrw": mix}[pat]
+
+	dir, err := workload.Scratch()
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]*job, njobs)
+	defer func() {
+		for i, j := range jobs {
+			if j == nil {
+				continue
+			}
+			if j.f != nil {
+				j.f.Close()
+			}
+			if rerr := os.Remove(jobPath(dir, i)); rerr != nil && err == nil && !errors.Is(rerr, os.ErrNotExist) {
+				ms, err = nil, fmt.Errorf("disk: remove: %w", rerr)
+			}
+		}
+	}()
+
+	// Untimed: lay out every job's file and open it for the timed part.
+	flags := os.O_RDWR
+	if direct {
+		flags |= unix.O_DIRECT
+	}
+	for i := range jobs {
+		path := jobPath(dir, i)
+		jobs[i] = &job{blocks: blocks}
+		if err := layout(ctx, path, size, uint64(i+1)*0x9E3779B97F4A7C15); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(path, flags, 0)
+		if err != nil {
+			if direct {
+				return nil, directHint(path, err)
+			}
+			return nil, fmt.Errorf("disk: open %s: %w", path, err)
+		}
+		jobs[i].f = f
+	}
+	workers := make([]*worker, njobs*depth)
+	bufs := make([][]byte, len(workers))
+	for w := range workers {
+		workers[w] = &worker{}
+		bufs[w] = AlignedBuffer(int(bs), align)
+		r := rng(uint64(w+7) * 0xBF58476D1CE4E5B9)
+		r.fill(bufs[w])
+	}
+
+	if err := ready(); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var firstErr error
+	var errOnce sync.Once
+	fail := func(e error) {
+		errOnce.Do(func() { firstErr = e; cancel() })
+	}
+	start := time.Now()
+	deadline := start.Add(dur)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			j := jobs[w/depth]
+			wk := workers[w]
+			buf := bufs[w]
+			r := rng(uint64(w+1) * 0x94D049BB133111EB)
+			for runCtx.Err() == nil {
+				var blk int64
+				if random {
+					blk = int64((r.next() >> 1) % uint64(j.blocks))
+				} else {
+					blk = (j.next.Add(1) - 1) % j.blocks
+				}
+				off := blk * bs
+				read := readPct == 100 || (readPct > 0 && int(r.next()%100) < readPct)
+				t0 := time.Now()
+				var ioErr error
+				if read {
+					_, ioErr = j.f.ReadAt(buf, off)
+				} else {
+					_, ioErr = j.f.WriteAt(buf, off)
+				}
+				t1 := time.Now()
+				if ioErr != nil {
+					if direct && errors.Is(ioErr, unix.EINVAL) {
+						fail(directHint(j.f.Name(), ioErr))
+					} else {
+						fail(fmt.Errorf("disk: I/O at offset %d of %s: %w", off, j.f.Name(), ioErr))
+					}
+					return
+				}
+				wk.hist.Record(t1.Sub(t0))
+				if read {
+					wk.reads++
+				} else {
+					wk.writes++
+					if fsyncEvery > 0 && j.writes.Add(1)%fsyncEvery == 0 {
+						if err := j.f.Sync(); err != nil {
+							fail(fmt.Errorf("disk: fsync %s: %w", j.f.Name(), err))
+							return
+						}
+					}
+				}
+				if !t1.Before(deadline) {
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	var h Histogram
+	var reads, writes int64
+	for _, wk := range workers {
+		h.Merge(&wk.hist)
+		reads += wk.reads
+		writes += wk.writes
+	}
+	if h.Count() == 0 {
+		return nil, errors.New("disk: no I/O completed; raise duration")
+	}
+	ops := float64(reads + writes)
+	msOf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	ms = []sample.Metric{
+		{Name: "iops", Value: ops / elapsed, Unit: "IO/s", Better: sample.Higher, Agg: sample.Sum},
+		{Name: "mib_per_sec", Value: ops * float64(bs) / (1 << 20) / elapsed, Unit: "MiB/s", Better: sample.Higher, Agg: sample.Sum},
+	}
+	if pat == "rw" || pat == "randrw" {
+		ms = append(ms,
+			sample.Metric{Name: "read_iops", Value: float64(reads) / elapsed, Unit: "IO/s", Better: sample.Higher, Agg: sample.Sum},
+			sample.Metric{Name: "write_iops", Value: float64(writes) / elapsed, Unit: "IO/s", Better: sample.Higher, Agg: sample.Sum},
+		)
+	}
+	ms = append(ms,
+		sample.Metric{Name: "lat_p50", Value: msOf(h.Percentile(50)), Unit: "ms", Better: sample.Lower, Agg: sample.Mean},
+		sample.Metric{Name: "lat_p95", Value: msOf(h.Percentile(95)), Unit: "ms", Better: sample.Lower, Agg: sample.Max},
+		sample.Metric{Name: "lat_p99", Value: msOf(h.Percentile(99)), Unit: "ms", Better: sample.Lower, Agg: sample.Max},
+		sample.Metric{Name: "lat_max", Value: msOf(h.Max()), Unit: "ms", Better: sample.Lower, Agg: sample.Max},
+	)
+	return ms, nil
+}
+
+// jobPath names job i's file; the pid keeps concurrent agents sharing a
+// scratch directory apart.
+func jobPath(dir string, i int) string {
+	return filepath.Join(dir, fmt.Sprintf("isobench-disk-%d.%d", os.Getpid(), i))
+}
