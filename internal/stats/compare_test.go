@@ -71,7 +71,7 @@ func TestCompareOrientation(t *testing.T) {
 		verdict string
 		coeff   float64
 	}{
-		{BetterLower, double, VerdictSlower, 2},   // twice the time
+		{BetterLower, double, VerdictSlower, 2},    // twice the time
 		{BetterHigher, double, VerdictFaster, 0.5}, // twice the throughput
 		{BetterLower, base, VerdictSame, 1},
 		{"sideways", double, VerdictHigher, 2},
@@ -140,4 +140,37 @@ func TestCompareDegenerate(t *testing.T) {
 			t.Errorf("%s: JSON: %v", c.name, err)
 		}
 	}
+}
+
+// FuzzCompareWarnings: Compare and Warnings never panic and Compare's
+// result always encodes as JSON, whatever the input.
+func FuzzCompareWarnings(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, true, "lower")
+	f.Add([]byte{0, 0, 0, 255, 255, 255}, false, "higher")
+	f.Add([]byte{}, true, "")
+	f.Fuzz(func(t *testing.T, data []byte, paired bool, better string) {
+		// Bytes become values spread over many magnitudes, with zeros,
+		// negatives and NaN/Inf among them.
+		special := []float64{0, -1, math.NaN(), math.Inf(1), math.MaxFloat64, 5e-324}
+		var base, other []float64
+		for i, b := range data {
+			v := math.Ldexp(float64(b%16+1), int(b/16)*8-60)
+			if b%23 == 0 {
+				v = special[int(b)%len(special)]
+			}
+			if i%2 == 0 {
+				base = append(base, v)
+			} else {
+				other = append(other, v)
+			}
+		}
+		r := Compare(base, other, paired, better, Options{Resamples: 50})
+		if _, err := json.Marshal(r); err != nil {
+			t.Fatalf("JSON: %v (%+v)", err, r)
+		}
+		if r.CIValid && !(r.CILow <= r.CIHigh) {
+			t.Fatalf("CI out of order: %+v", r)
+		}
+		_ = Warnings(base, better, WarnOptions{})
+	})
 }

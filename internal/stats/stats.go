@@ -8,8 +8,9 @@
 // comes from a generator seeded by the caller (Options.Seed), so the same
 // input and seed always give the same output. Inputs are never trusted:
 // non-finite values are dropped and counted, degenerate cases (too few
-// values, zero medians) are reported through validity flags, and no result
-// field is ever NaN or ±Inf, so summaries always encode as JSON.
+// values, zero medians) are reported through validity flags, and no field
+// of a result struct is ever NaN or ±Inf (overflow saturates at
+// ±MaxFloat64), so results always encode as JSON.
 package stats
 
 import (

@@ -29,7 +29,7 @@ func TestQuantileType7HandComputed(t *testing.T) {
 		{[]float64{10, 20}, 0.95, 19.5},
 		{[]float64{7}, 0.3, 7},
 		{nil, 0.5, 0},
-		{[]float64{1, 2}, -1, 1},        // clamped
+		{[]float64{1, 2}, -1, 1},         // clamped
 		{[]float64{1, 2}, math.NaN(), 1}, // clamped, no NaN out
 	}
 	for _, c := range cases {
@@ -53,7 +53,7 @@ func TestSummarizeHandComputed(t *testing.T) {
 		{"cv", s.CV, math.Sqrt(82.5/9) / 5.5},
 		{"min", s.Min, 1},
 		{"max", s.Max, 10},
-		{"p5", s.P5, 1.45},  // h = 9·0.05 = 0.45
+		{"p5", s.P5, 1.45},   // h = 9·0.05 = 0.45
 		{"p95", s.P95, 9.55}, // h = 8.55
 		{"mad", s.MAD, 2.5},  // |x-5.5| = .5 .5 1.5 1.5 ... 4.5 4.5
 	}

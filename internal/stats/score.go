@@ -1,0 +1,134 @@
+package stats
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Rows of the overall score of study 004 (Table 2: IOzone read, IOzone
+// write, RAM speed, CPU intensive).
+const (
+	RowCPU     = "cpu"
+	RowRAM     = "ram"
+	RowIORead  = "io_read"
+	RowIOWrite = "io_write"
+)
+
+// StudyRows returns the rows of study 004's overall score in report order.
+func StudyRows() []string { return []string{RowCPU, RowRAM, RowIORead, RowIOWrite} }
+
+// ScoreTable is study 004's normalised overall performance table: for each
+// row (a benchmark) and platform, the platform's median relative to the
+// native median, oriented so that native scores 1 and a higher score is
+// better: value/native for a higher-is-better row, native/value for a
+// lower-is-better one. A platform's Total is the sum over rows (native
+// scores len(Rows)) and Overall is Total/len(Rows), the study's "overall
+// performance" (1 = 100 % = as good as native).
+type ScoreTable struct {
+	Native string `json:"native"`
+	// Rows in report order: the StudyRows present first, then any other
+	// rows sorted by name.
+	Rows []string `json:"rows"`
+	// Platforms: native first, then the others sorted by name.
+	Platforms []string `json:"platforms"`
+	// Score[row][platform]; a platform without a usable value for a row
+	// (missing, non-finite, zero or negative) has no entry there.
+	Score map[string]map[string]float64 `json:"score"`
+	// Total and Overall exist only for platforms that have every row.
+	Total   map[string]float64 `json:"total"`
+	Overall map[string]float64 `json:"overall"`
+	// Incomplete lists the platforms lacking a score in some row, sorted.
+	Incomplete []string `json:"incomplete,omitempty"`
+}
+
+// OverallScore builds the score table from medians[row][platform] and the
+// better direction of each row ("higher" or "lower"). It fails when a row
+// has no better direction, or no finite positive native median, since
+// nothing in that row could be normalised.
+func OverallScore(medians map[string]map[string]float64, better map[string]string, native string) (ScoreTable, error) {
+	t := ScoreTable{
+		Native:  native,
+		Score:   map[string]map[string]float64{},
+		Total:   map[string]float64{},
+		Overall: map[string]float64{},
+	}
+	if len(medians) == 0 {
+		return t, fmt.Errorf("overall score: no rows")
+	}
+	t.Rows = rowOrder(medians)
+
+	platforms := map[string]bool{}
+	for _, row := range t.Rows {
+		dir := better[row]
+		if dir != BetterHigher && dir != BetterLower {
+			return t, fmt.Errorf("overall score: row %s: better must be %q or %q, got %q", row, BetterHigher, BetterLower, dir)
+		}
+		nv, ok := medians[row][native]
+		if !ok || !isFinite(nv) || nv <= 0 {
+			return t, fmt.Errorf("overall score: row %s: no positive native (%s) median", row, native)
+		}
+		t.Score[row] = map[string]float64{}
+		for p, v := range medians[row] {
+			platforms[p] = true
+			if !isFinite(v) || v <= 0 {
+				continue
+			}
+			s := v / nv
+			if dir == BetterLower {
+				s = nv / v
+			}
+			t.Score[row][p] = saturate(s)
+		}
+	}
+
+	t.Platforms = append(t.Platforms, native)
+	others := make([]string, 0, len(platforms))
+	for p := range platforms {
+		if p != native {
+			others = append(others, p)
+		}
+	}
+	sort.Strings(others)
+	t.Platforms = append(t.Platforms, others...)
+
+	for _, p := range t.Platforms {
+		var sum float64
+		complete := true
+		for _, row := range t.Rows {
+			s, ok := t.Score[row][p]
+			if !ok {
+				complete = false
+				break
+			}
+			sum += s
+		}
+		if !complete {
+			t.Incomplete = append(t.Incomplete, p)
+			continue
+		}
+		t.Total[p] = saturate(sum)
+		t.Overall[p] = saturate(sum / float64(len(t.Rows)))
+	}
+	sort.Strings(t.Incomplete)
+	return t, nil
+}
+
+// rowOrder puts the study rows first (in StudyRows order), then the rest
+// sorted.
+func rowOrder(medians map[string]map[string]float64) []string {
+	var rows, rest []string
+	study := StudyRows()
+	for _, r := range study {
+		if _, ok := medians[r]; ok {
+			rows = append(rows, r)
+		}
+	}
+	for r := range medians {
+		if !slices.Contains(study, r) {
+			rest = append(rest, r)
+		}
+	}
+	sort.Strings(rest)
+	return append(rows, rest...)
+}
