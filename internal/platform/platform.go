@@ -192,3 +192,10 @@ func (o Options) Canonical() string { return spec.Canonical(o.Raw) }
 
 // Label every platform puts on what it creates, so leftovers can be found.
 const Label = "isobench"
+
+// Preparer is implemented by platforms that must build or import an image
+// before instances can be created. The CLI calls it before a run so that
+// image work is never timed as startup.
+type Preparer interface {
+	Prepare(ctx context.Context, profile string) error
+}

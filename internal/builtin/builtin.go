@@ -1,0 +1,34 @@
+// Package builtin lists the platforms and workloads this binary carries.
+// It is the only place that knows them all; everything else takes a registry.
+package builtin
+
+import (
+	"fmt"
+
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/native"
+	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/cpu"
+	"github.com/isobench/isobench/internal/workload/startup"
+)
+
+// Platforms returns the registry of every platform.
+func Platforms() platform.Registry {
+	return platform.NewRegistry(
+		native.Factory,
+	)
+}
+
+// Workloads returns the registry of every workload.
+func Workloads() workload.Registry {
+	r, err := workload.NewRegistry(
+		cpu.Def,
+		startup.Def,
+	)
+	if err != nil {
+		// The list above is fixed at compile time; a duplicate is a
+		// programming error caught by this package's test.
+		panic(fmt.Sprintf("builtin workloads: %v", err))
+	}
+	return r
+}

@@ -1,0 +1,183 @@
+// Package cgroup creates and removes the cgroups isobench puts host
+// processes in (the native platform's limits, A/B slowdown injection),
+// on cgroup v1 (one directory per controller) and v2 (unified).
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Root is the cgroup file system mount point.
+const Root = "/sys/fs/cgroup"
+
+// Version returns 2 on a unified hierarchy, 1 otherwise.
+func Version() int {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(Root, &st); err == nil && st.Type == 0x63677270 { // CGROUP2_SUPER_MAGIC
+		return 2
+	}
+	return 1
+}
+
+// Limits for a group; zero means unlimited.
+type Limits struct {
+	CPUs   float64
+	Memory int64
+}
+
+// Group is a created cgroup (one directory per controller on v1).
+type Group struct {
+	dirs []string // v1: cpu, memory dirs; v2: one dir
+	v    int
+}
+
+const period = 100000
+
+// New creates the group isobench/<name> with limits.
+func New(name string, l Limits) (*Group, error) {
+	if strings.ContainsAny(name, "/.") || name == "" {
+		return nil, fmt.Errorf("cgroup: invalid name %q", name)
+	}
+	g := &Group{v: Version()}
+	fail := func(err error) (*Group, error) {
+		g.Remove()
+		return nil, err
+	}
+	if g.v == 2 {
+		parent := filepath.Join(Root, "isobench")
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return nil, fmt.Errorf("cgroup: %w", err)
+		}
+		os.WriteFile(filepath.Join(Root, "cgroup.subtree_control"), []byte("+cpu +memory"), 0)
+		os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+cpu +memory"), 0)
+		dir := filepath.Join(parent, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("cgroup: %w", err)
+		}
+		g.dirs = []string{dir}
+		if l.CPUs > 0 {
+			if err := write(dir, "cpu.max", fmt.Sprintf("%d %d", int64(l.CPUs*period), period)); err != nil {
+				return fail(err)
+			}
+		}
+		if l.Memory > 0 {
+			if err := write(dir, "memory.max", strconv.FormatInt(l.Memory, 10)); err != nil {
+				return fail(err)
+			}
+		}
+		return g, nil
+	}
+	for _, ctl := range []string{"cpu", "memory", "cpuacct"} {
+		base := filepath.Join(Root, ctl)
+		if _, err := os.Stat(base); err != nil {
+			if ctl == "cpuacct" {
+				continue
+			}
+			return fail(fmt.Errorf("cgroup v1 controller %s is not mounted at %s", ctl, base))
+		}
+		if real, err := filepath.EvalSymlinks(base); err == nil && real != base && ctl == "cpuacct" {
+			continue // cpu,cpuacct co-mounted: already covered by cpu
+		}
+		dir := filepath.Join(base, "isobench", name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fail(fmt.Errorf("cgroup: %w", err))
+		}
+		g.dirs = append(g.dirs, dir)
+		switch ctl {
+		case "cpu":
+			if l.CPUs > 0 {
+				if err := write(dir, "cpu.cfs_period_us", strconv.Itoa(period)); err != nil {
+					return fail(err)
+				}
+				if err := write(dir, "cpu.cfs_quota_us", strconv.FormatInt(int64(l.CPUs*period), 10)); err != nil {
+					return fail(err)
+				}
+			}
+		case "memory":
+			if l.Memory > 0 {
+				if err := write(dir, "memory.limit_in_bytes", strconv.FormatInt(l.Memory, 10)); err != nil {
+					return fail(err)
+				}
+			}
+		}
+	}
+	return g, nil
+}
+
+func write(dir, file, val string) error {
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0); err != nil {
+		return fmt.Errorf("cgroup: set %s=%s: %w", file, val, err)
+	}
+	return nil
+}
+
+// ProcsFiles are the cgroup.procs files a process must write its pid into.
+func (g *Group) ProcsFiles() []string {
+	var out []string
+	for _, d := range g.dirs {
+		out = append(out, filepath.Join(d, "cgroup.procs"))
+	}
+	return out
+}
+
+// Dirs are the group's directories.
+func (g *Group) Dirs() []string { return append([]string(nil), g.dirs...) }
+
+// Pids lists the processes in the group.
+func (g *Group) Pids() []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, f := range g.ProcsFiles() {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, s := range strings.Fields(string(b)) {
+			if p, err := strconv.Atoi(s); err == nil && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// Remove kills what is left in the group and removes its directories.
+func (g *Group) Remove() error {
+	if g == nil {
+		return nil
+	}
+	var errs []error
+	for attempt := 0; attempt < 50; attempt++ {
+		pids := g.Pids()
+		if len(pids) == 0 {
+			break
+		}
+		for _, p := range pids {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, d := range g.dirs {
+		var err error
+		for attempt := 0; attempt < 50; attempt++ {
+			if err = os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
+				err = nil
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cgroup: remove %s: %w", d, err))
+		}
+	}
+	g.dirs = nil
+	return errors.Join(errs...)
+}

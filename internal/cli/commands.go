@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/isobench/isobench/internal/hostinfo"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/store"
+)
+
+func openExisting(ctx context.Context, path string) (*store.Store, error) {
+	if !fileExists(path) {
+		return nil, usage("no result store at %s: run 'isobench run ... --db %s' first", path, path)
+	}
+	return store.Open(ctx, path)
+}
+
+// cmdResults prints every sample, one per line.
+func cmdResults(ctx context.Context, st *State, args []string) error {
+	fs := newFlags(st, "results", "results [--db FILE] [--format jsonl|csv] [--run N] [--warmup]")
+	db := fs.String("db", "isobench.db", "result store")
+	format := fs.String("format", "jsonl", "jsonl or csv")
+	run := fs.Int64("run", 0, "only this run id (default: all runs)")
+	warm := fs.Bool("warmup", false, "include warm-up samples")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *format != "jsonl" && *format != "csv" {
+		return usage("--format %q: want jsonl or csv", *format)
+	}
+	s, err := openExisting(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	samples, err := s.Samples(ctx, store.Filter{RunID: *run, NoWarmup: !*warm})
+	if err != nil {
+		return err
+	}
+	header := []string{"platform", "options", "workload", "params", "instances", "instance", "rep", "warmup", "metric", "unit", "better", "value"}
+	if *format == "csv" {
+		w := csv.NewWriter(st.Stdout)
+		w.Write(header)
+		for _, x := range samples {
+			w.Write(row(x))
+		}
+		w.Flush()
+		return w.Error()
+	}
+	enc := json.NewEncoder(st.Stdout)
+	for _, x := range samples {
+		if err := enc.Encode(jsonRow(x)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resultRow has exactly the keys `results` promises, in order.
+type resultRow struct {
+	Platform  string  `json:"platform"`
+	Options   string  `json:"options"`
+	Workload  string  `json:"workload"`
+	Params    string  `json:"params"`
+	Instances int     `json:"instances"`
+	Instance  int     `json:"instance"`
+	Rep       int     `json:"rep"`
+	Warmup    bool    `json:"warmup"`
+	Metric    string  `json:"metric"`
+	Unit      string  `json:"unit"`
+	Better    string  `json:"better"`
+	Value     float64 `json:"value"`
+}
+
+func jsonRow(x sample.Sample) resultRow {
+	return resultRow{x.Platform, x.Options, x.Workload, x.Params, x.Instances, x.Instance, x.Rep, x.Warmup, x.Metric, x.Unit, string(x.Better), x.Value}
+}
+
+func row(x sample.Sample) []string {
+	return []string{x.Platform, x.Options, x.Workload, x.Params, strconv.Itoa(x.Instances), strconv.Itoa(x.Instance), strconv.Itoa(x.Rep),
+		strconv.FormatBool(x.Warmup), x.Metric, x.Unit, string(x.Better), strconv.FormatFloat(x.Value, 'g', -1, 64)}
+}
+
+// cmdDoctor lists every platform: available, or why not and how to fix it.
+func cmdDoctor(ctx context.Context, st *State, args []string) error {
+	fs := newFlags(st, "doctor", "doctor [--state-dir DIR]")
+	stateDir := fs.String("state-dir", "", "where images are kept")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	env := platform.Env{AgentBinary: st.Executable, StateDir: st.stateDir(*stateDir), Log: st.Stderr}
+	tw := tabwriter.NewWriter(st.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "platform\tstatus\tdetail")
+	for _, name := range st.Platforms.Names() {
+		f := st.Platforms[name]
+		status, detail := "available", f.Help
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		p, err := f.New(cctx, platform.Options{Name: name, Raw: map[string]string{}, Extra: map[string]string{}}, env)
+		if err == nil {
+			err = p.Available(cctx)
+			if err == nil {
+				var facts []string
+				for k, v := range p.Facts(cctx) {
+					facts = append(facts, k+"="+v)
+				}
+				if len(facts) > 0 {
+					detail = strings.Join(sortedStrings(facts), " ")
+				}
+			}
+			p.Close(cctx)
+		}
+		cancel()
+		if err != nil {
+			status, detail = "unavailable", err.Error()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, status, detail)
+	}
+	return tw.Flush()
+}
+
+// cmdWorkloads lists the workloads and their parameters.
+func cmdWorkloads(st *State, args []string) error {
+	if len(args) > 0 {
+		return usage("workloads takes no arguments")
+	}
+	for _, name := range st.Workloads.Names() {
+		d := st.Workloads[name]
+		where := "in-guest"
+		if d.Host != nil {
+			where = "host-driven"
+		}
+		fmt.Fprintf(st.Stdout, "%s (%s): %s\n", d.Name, where, d.Help)
+		for _, p := range d.Params {
+			def := p.Default
+			if def == "" {
+				def = `""`
+			}
+			fmt.Fprintf(st.Stdout, "    %-16s default %-10s %s\n", p.Name, def, p.Help)
+		}
+	}
+	return nil
+}
+
+func cmdVersion(st *State) error {
+	fmt.Fprintf(st.Stdout, "isobench %s (commit %s)\n", hostinfo.Version, hostinfo.Commit())
+	return nil
+}
+
+// cmdImage builds and imports images for platforms that use them.
+func cmdImage(ctx context.Context, st *State, args []string) error {
+	if len(args) == 0 || args[0] != "build" {
+		return usage("usage: isobench image build [--platform P]... [--image minimal]")
+	}
+	fs := newFlags(st, "image build", "image build [--platform P]... [--image PROFILE]")
+	var platforms multi
+	fs.Var(&platforms, "platform", "platform to build for (repeatable; default: every available one that uses images)")
+	image := fs.String("image", "minimal", "image profile")
+	stateDir := fs.String("state-dir", "", "where images are kept")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	env := platform.Env{AgentBinary: st.Executable, StateDir: st.stateDir(*stateDir), Log: st.Stderr}
+	explicit := len(platforms) > 0
+	if !explicit {
+		platforms = st.Platforms.Names()
+	}
+	built := 0
+	for _, ps := range platforms {
+		f, o, err := st.Platforms.Parse(ps)
+		if err != nil {
+			return usage("%v", err)
+		}
+		p, err := f.New(ctx, o, env)
+		if err != nil {
+			return usage("%v", err)
+		}
+		pr, ok := p.(platform.Preparer)
+		if !ok {
+			p.Close(ctx)
+			continue
+		}
+		if err := p.Available(ctx); err != nil {
+			p.Close(ctx)
+			if explicit {
+				return usage("%s is not available: %v", o.Name, err)
+			}
+			fmt.Fprintf(st.Stderr, "skipping %s: %v\n", o.Name, err)
+			continue
+		}
+		err = pr.Prepare(ctx, *image)
+		p.Close(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Name, err)
+		}
+		fmt.Fprintf(st.Stdout, "%s: image %s ready\n", o.Name, *image)
+		built++
+	}
+	if built == 0 {
+		fmt.Fprintln(st.Stdout, "no available platform uses images")
+	}
+	return nil
+}

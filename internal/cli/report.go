@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/isobench/isobench/internal/report"
+	"github.com/isobench/isobench/internal/stats"
+	"github.com/isobench/isobench/internal/store"
+)
+
+func cmdReport(ctx context.Context, st *State, args []string) error {
+	fs := newFlags(st, "report", "report [--db FILE] [--format table|markdown|csv|json] [-o FILE] [--run N] [--baseline P]")
+	db := fs.String("db", "isobench.db", "result store")
+	format := fs.String("format", "", "table, markdown, csv or json (default table)")
+	out := fs.String("o", "", "write to this file instead of stdout")
+	run := fs.Int64("run", 0, "run id (default: the latest run)")
+	baseline := fs.String("baseline", "", "baseline platform label (default: the run's baseline, else native)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *format == "" {
+		*format = "table"
+	}
+	render, ok := renderers[*format]
+	if !ok {
+		return usage("--format %q: want table, markdown, csv or json", *format)
+	}
+	s, err := openExisting(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	runs, err := s.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	if len(runs) == 0 {
+		return usage("%v", store.ErrNoRuns)
+	}
+	chosen := runs[len(runs)-1]
+	if *run != 0 {
+		found := false
+		for _, r := range runs {
+			if r.ID == *run {
+				chosen, found = r, true
+			}
+		}
+		if !found {
+			return usage("no run %d in %s", *run, *db)
+		}
+	}
+	samples, err := s.Samples(ctx, store.Filter{RunID: chosen.ID, NoWarmup: true})
+	if err != nil {
+		return err
+	}
+	bl := *baseline
+	if bl == "" {
+		var study Study
+		if json.Unmarshal(chosen.Study, &study) == nil {
+			bl = study.Baseline
+		}
+	}
+	cells := report.Cells(samples, report.Options{Baseline: bl, Stats: stats.Options{Seed: chosen.ID}})
+	w := st.Stdout
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			return usage("-o: %v", err)
+		}
+		defer f.Close()
+		w = f
+	}
+	return render(w, report.Doc{Run: chosen.ID, Status: chosen.Status, Fingerprint: chosen.Fingerprint, Cells: cells})
+}
+
+var renderers = map[string]func(io.Writer, report.Doc) error{
+	"table":    func(w io.Writer, d report.Doc) error { return report.Table(w, d.Cells) },
+	"markdown": report.Markdown,
+	"csv":      report.CSV,
+	"json":     report.JSON,
+}
+
+func cmdCompare(ctx context.Context, st *State, args []string) error {
+	fs := newFlags(st, "compare", "compare A.db B.db  (per cell: the change from A's latest run to B's, flagged only outside the noise)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usage("compare takes two stores: isobench compare A.db B.db")
+	}
+	var sides [2][]report.Cell
+	for i, path := range fs.Args() {
+		s, err := openExisting(ctx, path)
+		if err != nil {
+			return err
+		}
+		samples, err := s.Samples(ctx, store.Filter{LatestRunOnly: true, NoWarmup: true})
+		s.Close()
+		if err != nil {
+			return err
+		}
+		if len(samples) == 0 {
+			return usage("%s holds no samples", path)
+		}
+		sides[i] = report.Cells(samples, report.Options{})
+	}
+	changes := report.CompareCells(sides[0], sides[1], stats.Options{Seed: 1})
+	if len(changes) == 0 {
+		return fmt.Errorf("the two stores share no cell (same platform, workload, params, instances and metric)")
+	}
+	return report.ChangeTable(st.Stdout, changes)
+}

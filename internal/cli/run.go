@@ -1,0 +1,305 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/isobench/isobench/internal/hostinfo"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/report"
+	"github.com/isobench/isobench/internal/runner"
+	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/stats"
+	"github.com/isobench/isobench/internal/store"
+)
+
+const runSynopsis = `run [study.yaml] [--platform P]... [--workload W]... [flags]
+
+Platforms are given as name[:options], e.g. native, docker:cpus=1,memory=2g,network=host,storage=volume.
+Workloads as name[:params], e.g. cpu:threads=2,max-prime=10000,duration=10s (see 'isobench workloads').`
+
+func cmdRun(ctx context.Context, st *State, args []string) error {
+	fs := newFlags(st, "run", runSynopsis)
+	var platforms, workloads multi
+	fs.Var(&platforms, "platform", "platform[:options] to run on (repeatable)")
+	fs.Var(&workloads, "workload", "workload[:params] to run (repeatable)")
+	instances := fs.String("instances", "", "instance counts, e.g. 1,2,4 (default 1)")
+	reps := fs.String("reps", "", `measured repetitions per cell and platform, or "auto" (default 3)`)
+	repsCap := fs.Int("reps-cap", 0, "with --reps auto: the most repetitions (default 30)")
+	target := fs.Float64("target", 0, "with --reps auto: stop when the median's 95% CI is within ±target% (default 2)")
+	warmup := fs.Int("warmup", -1, "warm-up repetitions before the measured ones (stored, flagged warmup; default 0)")
+	baseline := fs.String("baseline", "", "platform label the others are compared with (default native when present)")
+	image := fs.String("image", "", "image profile for instances (default minimal)")
+	db := fs.String("db", "isobench.db", "result store (SQLite file)")
+	stateDir := fs.String("state-dir", "", "where images and rootfs trees are kept (default /var/lib/isobench as root)")
+	quiet := fs.Bool("quiet", false, "no progress display")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var study Study
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		var err error
+		if study, err = loadStudy(fs.Arg(0)); err != nil {
+			return err
+		}
+	default:
+		return usage("run takes at most one study file, got %d arguments", fs.NArg())
+	}
+	// flags win over the study file
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if len(platforms) > 0 {
+		study.Platforms = platforms
+	}
+	if len(workloads) > 0 {
+		study.Workloads = workloads
+	}
+	if set["instances"] {
+		n, err := spec.ParseInts(*instances, 1)
+		if err != nil {
+			return usage("--instances: %v", err)
+		}
+		study.Instances = n
+	}
+	if set["reps"] {
+		study.Reps = *reps
+	}
+	if set["reps-cap"] {
+		study.RepsCap = *repsCap
+	}
+	if set["target"] {
+		study.Target = *target
+	}
+	if set["warmup"] {
+		study.Warmup = *warmup
+	}
+	if set["baseline"] {
+		study.Baseline = *baseline
+	}
+	if set["image"] {
+		study.Image = *image
+	}
+	plan, targets, err := st.plan(&study)
+	if err != nil {
+		return err
+	}
+	env := platform.Env{AgentBinary: st.Executable, StateDir: st.stateDir(*stateDir), Log: st.Stderr}
+	// Construct platforms and check engines before anything starts.
+	var opened []platform.Platform
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		for _, p := range opened {
+			p.Close(cctx)
+		}
+	}()
+	fingerprint := hostinfo.Fingerprint()
+	for i, t := range targets {
+		p, err := t.factory.New(ctx, t.opts, env)
+		if err != nil {
+			return usage("%v", err)
+		}
+		opened = append(opened, p)
+		if err := p.Available(ctx); err != nil {
+			return usage("%s is not available: %v", t.opts.Name, err)
+		}
+		plan.Targets[i].Platform = p
+		for k, v := range p.Facts(ctx) {
+			fingerprint[plan.Targets[i].Label+"."+k] = v
+		}
+	}
+	for _, t := range plan.Targets {
+		if pr, ok := t.Platform.(platform.Preparer); ok {
+			if err := pr.Prepare(ctx, plan.Image); err != nil {
+				return fmt.Errorf("%s: preparing image %s: %w", t.Label, plan.Image, err)
+			}
+		}
+	}
+	s, err := store.Open(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	runID, err := s.BeginRun(ctx, study, fingerprint)
+	if err != nil {
+		return err
+	}
+	r := &runner.Runner{Sink: s, RunID: runID}
+	if st.StderrTTY && !*quiet {
+		r.Progress = progressLine(st.Stderr)
+	}
+	runErr := r.Run(ctx, plan)
+	if r.Progress != nil {
+		fmt.Fprint(st.Stderr, "\r\033[K")
+	}
+	status := "done"
+	switch {
+	case errors.Is(runErr, context.Canceled):
+		status = "interrupted"
+	case runErr != nil:
+		status = "failed"
+	}
+	if err := s.EndRun(context.WithoutCancel(ctx), runID, status); err != nil {
+		return errors.Join(runErr, err)
+	}
+	samples, err := s.Samples(context.WithoutCancel(ctx), store.Filter{RunID: runID, NoWarmup: true})
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	fmt.Fprintf(st.Stdout, "run %d (%s): %d samples in %s\n\n", runID, status, len(samples), *db)
+	if len(samples) > 0 {
+		cells := report.Cells(samples, report.Options{Baseline: study.Baseline, Stats: stats.Options{Seed: runID}})
+		if err := report.Table(st.Stdout, cells); err != nil {
+			return errors.Join(runErr, err)
+		}
+	}
+	if runErr != nil {
+		return fmt.Errorf("run %d %s (finished samples are kept in %s): %w", runID, status, *db, runErr)
+	}
+	return nil
+}
+
+type target struct {
+	factory platform.Factory
+	opts    platform.Options
+}
+
+// plan validates the study into a runner plan without contacting anything.
+func (st *State) plan(study *Study) (runner.Plan, []target, error) {
+	if len(study.Platforms) == 0 {
+		return runner.Plan{}, nil, usage("no platform: give --platform native (and e.g. --platform docker) or a study file")
+	}
+	if len(study.Workloads) == 0 {
+		return runner.Plan{}, nil, usage("no workload: give --workload cpu (see 'isobench workloads') or a study file")
+	}
+	if len(study.Instances) == 0 {
+		study.Instances = []int{1}
+	}
+	if study.Image == "" {
+		study.Image = "minimal"
+	}
+	if study.Warmup < 0 {
+		return runner.Plan{}, nil, usage("--warmup must be ≥ 0")
+	}
+	plan := runner.Plan{Instances: study.Instances, Warmup: study.Warmup, Image: study.Image}
+	switch {
+	case study.Reps == "":
+		study.Reps = "3"
+		plan.Reps = 3
+	case study.Reps == "auto":
+		capN := study.RepsCap
+		if capN == 0 {
+			capN = 30
+		}
+		tgt := study.Target
+		if tgt == 0 {
+			tgt = 2
+		}
+		if capN < 3 || tgt <= 0 || tgt >= 100 {
+			return runner.Plan{}, nil, usage("--reps auto needs --reps-cap ≥ 3 and 0 < --target < 100")
+		}
+		plan.Reps = capN
+		plan.Auto = stopRule(tgt / 100)
+	default:
+		n, err := strconv.Atoi(study.Reps)
+		if err != nil || n < 1 {
+			return runner.Plan{}, nil, usage(`--reps %q: want a whole number ≥ 1 or "auto"`, study.Reps)
+		}
+		plan.Reps = n
+	}
+	var targets []target
+	labels := map[string]bool{}
+	for _, p := range study.Platforms {
+		f, o, err := st.Platforms.Parse(p)
+		if err != nil {
+			return runner.Plan{}, nil, usage("%v", err)
+		}
+		label := report.Label(o.Name, o.Canonical())
+		if labels[label] {
+			return runner.Plan{}, nil, usage("platform %s given twice", label)
+		}
+		labels[label] = true
+		targets = append(targets, target{f, o})
+		plan.Targets = append(plan.Targets, runner.Target{Label: label, Name: o.Name, Options: o.Canonical(), Base: o.Base})
+	}
+	switch {
+	case study.Baseline == "" && labels["native"]:
+		study.Baseline = "native"
+	case study.Baseline != "":
+		if !labels[study.Baseline] {
+			return runner.Plan{}, nil, usage("baseline %q is not one of the platforms (%s)", study.Baseline, strings.Join(sortedKeys(labels), ", "))
+		}
+	}
+	for _, w := range study.Workloads {
+		sp, err := spec.Parse(w)
+		if err != nil {
+			return runner.Plan{}, nil, usage("workload: %v", err)
+		}
+		def, err := st.Workloads.Lookup(sp.Name)
+		if err != nil {
+			return runner.Plan{}, nil, usage("%v", err)
+		}
+		params, err := def.Resolve(sp.Params)
+		if err != nil {
+			return runner.Plan{}, nil, usage("%v", err)
+		}
+		plan.Jobs = append(plan.Jobs, runner.Job{Def: def, Params: params})
+	}
+	if err := plan.Validate(); err != nil {
+		return runner.Plan{}, nil, usage("%v", err)
+	}
+	return plan, targets, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// stopRule is --reps auto: stop a cell once every platform's median has a
+// bootstrap 95% CI within ±rel of itself (and at least 5 repetitions).
+func stopRule(rel float64) runner.StopRule {
+	return func(cell runner.Cell, per map[string][]float64) (bool, string) {
+		worst := 0.0
+		for _, vs := range per {
+			if len(vs) < 5 {
+				return false, ""
+			}
+			ok, hw := stats.CIWithin(vs, rel, stats.Options{Seed: int64(len(vs))})
+			if !ok {
+				return false, ""
+			}
+			worst = max(worst, hw)
+		}
+		return true, fmt.Sprintf("%s ×%d: every median's 95%% CI within ±%.1f%% (widest ±%.1f%%): stopping early", cell.Workload, cell.Instances, 100*rel, 100*worst)
+	}
+}
+
+// progressLine renders one overwritten status line on a terminal.
+func progressLine(w io.Writer) func(runner.Progress) {
+	return func(p runner.Progress) {
+		if p.Note != "" {
+			fmt.Fprintf(w, "\r\033[K%s\n", p.Note)
+			return
+		}
+		eta := "?"
+		if p.Done > 0 {
+			left := time.Duration(float64(p.Elapsed) / float64(p.Done) * float64(p.Total-p.Done))
+			eta = left.Round(time.Second).String()
+		}
+		rep := fmt.Sprintf("rep %d/%d", p.Rep+1, p.Reps)
+		if p.Rep < 0 {
+			rep = "warm-up"
+		}
+		fmt.Fprintf(w, "\r\033[K[%d/%d] %s ×%d on %s, %s, ~%s left", p.CellIndex+1, p.Cells, p.Cell.Workload, p.Cell.Instances, p.Target, rep, eta)
+	}
+}

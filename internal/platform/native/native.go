@@ -1,0 +1,266 @@
+// Package native runs workloads as plain host processes: the baseline every
+// other platform is compared with. With cpus or memory set, the processes
+// run inside a cgroup with those limits, entered before their first
+// instruction (via "isobench agent cgexec").
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// Factory registers the native platform.
+var Factory = platform.Factory{
+	Name: "native",
+	Help: "processes on the host (the baseline); cpus/memory via a cgroup; network=host only",
+	New:  New,
+}
+
+// Platform is the native platform.
+type Platform struct {
+	env  platform.Env
+	base platform.Spec
+}
+
+// New checks the options: native has only the host's network and file system.
+func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
+	if n := o.Base.Network; n != "" && n != platform.NetHost {
+		return nil, fmt.Errorf("native: network=%s is %w (native processes use the host's network; use network=host or leave it out)", n, platform.ErrUnsupported)
+	}
+	if env.AgentBinary == "" {
+		return nil, errors.New("native: no agent binary")
+	}
+	return &Platform{env: env, base: o.Base}, nil
+}
+
+// Name implements platform.Platform.
+func (p *Platform) Name() string { return "native" }
+
+// Available is always nil: the host is always there.
+func (p *Platform) Available(ctx context.Context) error { return nil }
+
+// Facts implements platform.Platform.
+func (p *Platform) Facts(ctx context.Context) map[string]string {
+	return map[string]string{"cgroup_version": strconv.Itoa(cgroup.Version()), "goarch": runtime.GOARCH}
+}
+
+// Close implements platform.Platform.
+func (p *Platform) Close(ctx context.Context) error { return nil }
+
+// Create makes a scratch directory and, with limits, a cgroup.
+func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instance, error) {
+	if s.Network != "" && s.Network != platform.NetHost {
+		return nil, fmt.Errorf("native: network=%s is %w", s.Network, platform.ErrUnsupported)
+	}
+	base := filepath.Join(os.TempDir(), "isobench-native")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, fmt.Errorf("native: %w", err)
+	}
+	dir, err := os.MkdirTemp(base, sanitize(s.Name)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("native: %w", err)
+	}
+	in := &Instance{p: p, spec: s, dir: dir, done: make(chan struct{}), created: map[string]bool{}}
+	if s.CPUs > 0 || s.Memory > 0 {
+		g, err := cgroup.New(filepath.Base(dir), cgroup.Limits{CPUs: s.CPUs, Memory: s.Memory})
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("native: %w", err)
+		}
+		in.cg = g
+	}
+	if s.Phase != nil {
+		s.Phase("created", time.Now())
+	}
+	if len(s.Main) > 0 {
+		cmd := in.command(context.Background(), s.Main, platform.ExecIO{Stdout: s.MainStdout})
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			in.Close(ctx)
+			return nil, fmt.Errorf("native: start main process: %w", err)
+		}
+		in.main = cmd
+		go func() {
+			err := cmd.Wait()
+			in.mainErr = err
+			close(in.done)
+		}()
+	}
+	if s.Phase != nil {
+		s.Phase("started", time.Now())
+	}
+	return in, nil
+}
+
+func sanitize(s string) string {
+	if s == "" {
+		return "inst"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '.' || r == ' ' {
+			return '-'
+		}
+		return r
+	}, s)
+}
+
+// Instance is a scratch dir, an optional cgroup and the processes in it.
+type Instance struct {
+	p       *Platform
+	spec    platform.Spec
+	dir     string
+	cg      *cgroup.Group
+	main    *exec.Cmd
+	mainErr error
+	done    chan struct{}
+
+	mu      sync.Mutex
+	closed  bool
+	created map[string]bool // files CopyIn created on the host
+}
+
+// ID is the scratch directory's name.
+func (in *Instance) ID() string { return filepath.Base(in.dir) }
+
+func (in *Instance) command(ctx context.Context, argv []string, stdio platform.ExecIO) *exec.Cmd {
+	argv = append([]string(nil), argv...)
+	if argv[0] == platform.AgentPlaceholder {
+		argv[0] = in.p.env.AgentBinary
+	}
+	if in.cg != nil {
+		wrapped := []string{in.p.env.AgentBinary, "agent", "cgexec"}
+		wrapped = append(wrapped, in.cg.ProcsFiles()...)
+		argv = append(append(wrapped, "--"), argv...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = in.dir
+	cmd.Env = append(os.Environ(), workload.ScratchEnv+"="+in.dir)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
+	cmd.WaitDelay = 2 * time.Second
+	return cmd
+}
+
+// Exec runs argv on the host, in the instance's cgroup and scratch dir.
+func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
+	if len(argv) == 0 {
+		return errors.New("native: empty command")
+	}
+	cmd := in.command(ctx, argv, stdio)
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ctx.Err() == nil {
+		return &platform.ExitError{Code: ee.ExitCode(), Argv: argv}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("native: %w", ctx.Err())
+		}
+		return fmt.Errorf("native: %w", err)
+	}
+	return nil
+}
+
+// CopyIn copies a host file to guestPath, which on native is a host path.
+// It refuses to overwrite an existing file, and removes what it created on Close.
+func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
+	if _, err := os.Lstat(guestPath); err == nil {
+		return fmt.Errorf("native: copy in: %s already exists on the host; native refuses to overwrite host files", guestPath)
+	}
+	src, err := os.Open(hostPath)
+	if err != nil {
+		return fmt.Errorf("native: copy in: %w", err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(guestPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, os.FileMode(mode))
+	if err != nil {
+		return fmt.Errorf("native: copy in: %w", err)
+	}
+	in.mu.Lock()
+	in.created[guestPath] = true
+	in.mu.Unlock()
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return fmt.Errorf("native: copy in: %w", err)
+	}
+	return dst.Close()
+}
+
+// Address is the host's loopback.
+func (in *Instance) Address(ctx context.Context) (string, error) { return "127.0.0.1", nil }
+
+// Facts implements platform.Instance.
+func (in *Instance) Facts(ctx context.Context) map[string]string {
+	f := map[string]string{"network": platform.NetHost, "storage": "host-dir", "scratch": in.dir}
+	if in.spec.CPUs > 0 {
+		f["cpus"] = strconv.FormatFloat(in.spec.CPUs, 'f', -1, 64)
+	}
+	if in.spec.Memory > 0 {
+		f["memory"] = strconv.FormatInt(in.spec.Memory, 10)
+	}
+	return f
+}
+
+// Wait waits for the main process, or for Close when there is none.
+func (in *Instance) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-in.done:
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+	if in.main == nil {
+		return 0, nil
+	}
+	var ee *exec.ExitError
+	if errors.As(in.mainErr, &ee) {
+		return ee.ExitCode(), nil
+	}
+	if in.mainErr != nil {
+		return -1, in.mainErr
+	}
+	return 0, nil
+}
+
+// Close kills what runs in the instance and removes its files and cgroup.
+func (in *Instance) Close(ctx context.Context) error {
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return nil
+	}
+	in.closed = true
+	in.mu.Unlock()
+	var errs []error
+	if in.main != nil && in.main.Process != nil {
+		syscall.Kill(-in.main.Process.Pid, syscall.SIGKILL)
+		<-in.done
+	} else {
+		close(in.done)
+	}
+	if err := in.cg.Remove(); err != nil {
+		errs = append(errs, err)
+	}
+	for f := range in.created {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(in.dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,195 @@
+// Package report turns stored samples into cells (one platform × workload ×
+// parameters × instance count × metric), summarises each with the stats
+// package against the baseline platform, and renders them.
+package report
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/stats"
+)
+
+// Cell is one summarised row. Its JSON form is the report's json format.
+type Cell struct {
+	Platform  string `json:"platform"`
+	Options   string `json:"options"`
+	Workload  string `json:"workload"`
+	Params    string `json:"params"`
+	Instances int    `json:"instances"`
+	Metric    string `json:"metric"`
+	Unit      string `json:"unit"`
+	Better    string `json:"better"`
+
+	N        int     `json:"n"`
+	Median   float64 `json:"median"`
+	Mean     float64 `json:"mean"`
+	Stdev    float64 `json:"stdev"`
+	CV       float64 `json:"cv"`
+	Min      float64 `json:"min"`
+	Max      float64 `json:"max"`
+	P5       float64 `json:"p5"`
+	P95      float64 `json:"p95"`
+	CILow    float64 `json:"ci_low"`
+	CIHigh   float64 `json:"ci_high"`
+	CIValid  bool    `json:"ci_valid"`
+	Outliers int     `json:"outliers"`
+
+	Baseline    string  `json:"baseline"`
+	Ratio       float64 `json:"ratio"`
+	RatioCILow  float64 `json:"ratio_ci_low"`
+	RatioCIHigh float64 `json:"ratio_ci_high"`
+	RatioValid  bool    `json:"ratio_valid"`
+	Overhead    float64 `json:"overhead"`
+	Coefficient float64 `json:"coefficient"`
+	Verdict     string  `json:"verdict"`
+
+	Warnings []string `json:"warnings,omitempty"`
+
+	// Values are the per-repetition values in repetition order (the mean
+	// over the instances of each repetition).
+	Values []float64 `json:"values"`
+	// Aggregate holds, when instances > 1, the per-repetition aggregate
+	// over all instances (sum of throughput, worst latency).
+	Aggregate []float64 `json:"aggregate,omitempty"`
+}
+
+// Label is the platform with its options, as given on the command line.
+func (c Cell) Label() string { return Label(c.Platform, c.Options) }
+
+// Label joins a platform name and options.
+func Label(platform, options string) string {
+	if options == "" {
+		return platform
+	}
+	return platform + ":" + options
+}
+
+type key struct {
+	label, workload, params string
+	instances               int
+	metric                  string
+}
+
+// Options control Cells.
+type Options struct {
+	Baseline string // platform label; "" for none
+	Stats    stats.Options
+}
+
+// Cells groups samples into summarised cells, in a stable order (workload,
+// params, metric, instances, platform in the order first seen). Warm-up samples are
+// left out.
+func Cells(samples []sample.Sample, o Options) []Cell {
+	type acc struct {
+		cell    Cell
+		perRep  map[int][]float64
+		aggRep  map[int]float64
+		order   int
+	}
+	groups := map[key]*acc{}
+	labelOrder := map[string]int{}
+	n := 0
+	for _, s := range samples {
+		if s.Warmup {
+			continue
+		}
+		lbl := Label(s.Platform, s.Options)
+		if _, ok := labelOrder[lbl]; !ok {
+			labelOrder[lbl] = len(labelOrder)
+		}
+		k := key{lbl, s.Workload, s.Params, s.Instances, s.Metric}
+		g, ok := groups[k]
+		if !ok {
+			g = &acc{cell: Cell{Platform: s.Platform, Options: s.Options, Workload: s.Workload, Params: s.Params,
+				Instances: s.Instances, Metric: s.Metric, Unit: s.Unit, Better: string(s.Better)},
+				perRep: map[int][]float64{}, aggRep: map[int]float64{}, order: n}
+			n++
+			groups[k] = g
+		}
+		if s.Instance == sample.AggregateInstance {
+			g.aggRep[s.Rep] = s.Value
+		} else {
+			g.perRep[s.Rep] = append(g.perRep[s.Rep], s.Value)
+		}
+	}
+	var cells []*acc
+	for _, g := range groups {
+		reps := map[int]bool{}
+		for r := range g.perRep {
+			reps[r] = true
+		}
+		for r := range g.aggRep {
+			reps[r] = true
+		}
+		var idx []int
+		for r := range reps {
+			idx = append(idx, r)
+		}
+		slices.Sort(idx)
+		for _, r := range idx {
+			if vs, ok := g.perRep[r]; ok {
+				var sum float64
+				for _, v := range vs {
+					sum += v
+				}
+				g.cell.Values = append(g.cell.Values, sum/float64(len(vs)))
+				if a, ok := g.aggRep[r]; ok && g.cell.Instances > 1 {
+					g.cell.Aggregate = append(g.cell.Aggregate, a)
+				}
+			} else {
+				g.cell.Values = append(g.cell.Values, g.aggRep[r])
+			}
+		}
+		sm := stats.Summarize(g.cell.Values, o.Stats)
+		c := &g.cell
+		c.N, c.Median, c.Mean, c.Stdev, c.CV = sm.N, sm.Median, sm.Mean, sm.Stdev, sm.CV
+		c.Min, c.Max, c.P5, c.P95 = sm.Min, sm.Max, sm.P5, sm.P95
+		c.CILow, c.CIHigh, c.CIValid, c.Outliers = sm.CILow, sm.CIHigh, sm.CIValid, len(sm.Outliers)
+		c.Warnings = stats.Warnings(c.Values, c.Better, stats.WarnOptions{})
+		cells = append(cells, g)
+	}
+	if o.Baseline != "" {
+		for _, g := range cells {
+			c := &g.cell
+			b, ok := groups[key{o.Baseline, c.Workload, c.Params, c.Instances, c.Metric}]
+			if !ok {
+				continue
+			}
+			c.Baseline = o.Baseline
+			r := stats.Compare(b.cell.Values, c.Values, true, c.Better, o.Stats)
+			c.Ratio, c.RatioCILow, c.RatioCIHigh, c.RatioValid = r.Ratio, r.CILow, r.CIHigh, r.Valid && r.CIValid
+			c.Overhead, c.Coefficient, c.Verdict = r.Overhead, r.Coefficient, r.Verdict
+			if c.Label() == o.Baseline {
+				c.Verdict = "baseline"
+			}
+		}
+	}
+	slices.SortStableFunc(cells, func(a, b *acc) int {
+		ca, cb := a.cell, b.cell
+		return cmp.Or(
+			strings.Compare(ca.Workload, cb.Workload),
+			strings.Compare(ca.Params, cb.Params),
+			cmp.Compare(metricRank(ca.Metric), metricRank(cb.Metric)),
+			strings.Compare(ca.Metric, cb.Metric),
+			cmp.Compare(ca.Instances, cb.Instances),
+			cmp.Compare(labelOrder[ca.Label()], labelOrder[cb.Label()]),
+		)
+	})
+	out := make([]Cell, len(cells))
+	for i, g := range cells {
+		out[i] = g.cell
+	}
+	return out
+}
+
+// metricRank puts the runner's bookkeeping metric last.
+func metricRank(m string) int {
+	if m == "barrier_skew_ms" {
+		return 1
+	}
+	return 0
+}
+

@@ -1,0 +1,381 @@
+// Package runner executes a study: every workload × instance count ×
+// repetition on every platform, interleaving platforms (A B A B ...) so
+// drift on a noisy host hits all of them alike, releasing concurrent
+// instances through a barrier, and handing each repetition's samples to the
+// sink as soon as it is done.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/isobench/isobench/internal/agent"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// Target is one platform with its options, as it appears in a study.
+type Target struct {
+	Label    string // the full spec, e.g. "docker:network=host"; unique in a plan
+	Name     string // platform name, e.g. "docker"
+	Options  string // canonical options, e.g. "network=host"
+	Platform platform.Platform
+	Base     platform.Spec
+}
+
+// Job is one workload with resolved parameters.
+type Job struct {
+	Def    workload.Def
+	Params workload.Params
+}
+
+// Plan is the matrix to run.
+type Plan struct {
+	Targets   []Target
+	Jobs      []Job
+	Instances []int
+	Reps      int // measured repetitions per cell and platform (the cap with Auto)
+	Warmup    int // unrecorded-by-default warm-up repetitions (stored, flagged warmup)
+	// Auto, when set, is asked after each round of repetitions whether a
+	// cell may stop early (the stopping rule); nil means fixed Reps.
+	Auto StopRule
+	// Image is the image profile instances are created from.
+	Image string
+}
+
+// StopRule decides, from the values measured so far for one cell (per
+// target label, in repetition order), whether more repetitions are needed.
+type StopRule func(cell Cell, perTarget map[string][]float64) (stop bool, why string)
+
+// Cell identifies a workload at one instance count.
+type Cell struct {
+	Workload  string
+	Params    string
+	Instances int
+}
+
+// Sink receives samples; the store implements it.
+type Sink interface {
+	Add(ctx context.Context, s []sample.Sample) error
+}
+
+// Progress is reported before each repetition and at each cell's end.
+type Progress struct {
+	Cell       Cell
+	CellIndex  int // 0-based
+	Cells      int
+	Target     string
+	Rep        int // 0-based among measured reps; warm-ups count from -Warmup
+	Reps       int
+	Done, Total int // repetitions (of all targets) done and planned
+	Elapsed    time.Duration
+	Note       string // e.g. why a cell stopped early
+}
+
+// Runner runs plans.
+type Runner struct {
+	Sink     Sink
+	RunID    int64
+	Progress func(Progress)
+	// InstanceTimeout bounds creating and closing instances.
+	InstanceTimeout time.Duration
+
+	seq atomic.Int64
+}
+
+func (r *Runner) name() string {
+	return fmt.Sprintf("isobench-%d-%d", r.RunID, r.seq.Add(1))
+}
+
+// Validate checks a plan before anything starts.
+func (p Plan) Validate() error {
+	if len(p.Targets) == 0 {
+		return errors.New("no platform given: add --platform native (or more)")
+	}
+	if len(p.Jobs) == 0 {
+		return errors.New("no workload given: add --workload cpu (or more)")
+	}
+	if len(p.Instances) == 0 {
+		return errors.New("no instance count given: add --instances 1")
+	}
+	if p.Reps < 1 {
+		return fmt.Errorf("reps must be at least 1, got %d", p.Reps)
+	}
+	if p.Warmup < 0 {
+		return fmt.Errorf("warmup must not be negative, got %d", p.Warmup)
+	}
+	seen := map[string]bool{}
+	for _, t := range p.Targets {
+		if seen[t.Label] {
+			return fmt.Errorf("platform %q given twice", t.Label)
+		}
+		seen[t.Label] = true
+	}
+	return nil
+}
+
+// Run executes the plan. It returns the first error (a failed repetition,
+// a cancelled context); samples of finished repetitions are already in the
+// sink. Every instance created is closed before Run returns.
+func (r *Runner) Run(ctx context.Context, p Plan) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if r.InstanceTimeout == 0 {
+		r.InstanceTimeout = 5 * time.Minute
+	}
+	start := time.Now()
+	cells := len(p.Jobs) * len(p.Instances)
+	total := cells * (p.Warmup + p.Reps) * len(p.Targets)
+	done := 0
+	ci := 0
+	for _, job := range p.Jobs {
+		for _, n := range p.Instances {
+			cell := Cell{Workload: job.Def.Name, Params: job.Params.String(), Instances: n}
+			values := map[string][]float64{}
+			for rep := -p.Warmup; rep < p.Reps; rep++ {
+				for _, t := range p.Targets {
+					if r.Progress != nil {
+						r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start)})
+					}
+					samples, err := r.rep(ctx, p, t, job, n, rep)
+					if len(samples) > 0 {
+						// keep what finished even when the context is gone
+						if serr := r.Sink.Add(context.WithoutCancel(ctx), samples); serr != nil {
+							return errors.Join(err, serr)
+						}
+					}
+					if err != nil {
+						return fmt.Errorf("%s on %s, %d instance(s), rep %d: %w", job.Def.Name, t.Label, n, rep, err)
+					}
+					done++
+					if rep >= 0 {
+						if v, ok := primary(samples); ok {
+							values[t.Label] = append(values[t.Label], v)
+						}
+					}
+				}
+				if rep >= 0 && p.Auto != nil && rep+1 < p.Reps {
+					if stop, why := p.Auto(cell, values); stop {
+						total -= (p.Reps - rep - 1) * len(p.Targets)
+						if r.Progress != nil {
+							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start), Note: why})
+						}
+						break
+					}
+				}
+			}
+			ci++
+		}
+	}
+	return nil
+}
+
+// primary is the value the stopping rule watches: the first metric's
+// aggregate over the instances of one repetition.
+func primary(samples []sample.Sample) (float64, bool) {
+	var first string
+	for _, s := range samples {
+		if s.Instance == sample.AggregateInstance && s.Metric != SkewMetric {
+			if first == "" {
+				first = s.Metric
+			}
+			if s.Metric == first {
+				return s.Value, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// SkewMetric records how far apart the instances were released.
+const SkewMetric = "barrier_skew_ms"
+
+// rep runs one repetition of one job on one target with n instances.
+func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int) ([]sample.Sample, error) {
+	timeout := 10 * time.Minute
+	if job.Def.Timeout != nil {
+		timeout = job.Def.Timeout(job.Params)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout+r.InstanceTimeout)
+	defer cancel()
+	base := t.Base
+	base.Image = p.Image
+	base.Labels = map[string]string{platform.Label: "1"}
+	repIndex := rep // warm-ups are numbered 0..Warmup-1 with the warmup flag
+	if rep < 0 {
+		repIndex = rep + p.Warmup
+	}
+	mk := func(m sample.Metric, instance int, tags map[string]string, start time.Time, dur time.Duration) sample.Sample {
+		return sample.Sample{
+			RunID: r.RunID, Platform: t.Name, Options: t.Options, Workload: job.Def.Name, Params: job.Params.String(),
+			Instances: n, Instance: instance, Rep: repIndex, Warmup: rep < 0,
+			Metric: m.Name, Unit: m.Unit, Better: m.Better, Value: m.Value, Start: start, Duration: dur, Tags: tags,
+		}
+	}
+	start := time.Now()
+	var results []workload.InstanceResult
+	var skew time.Duration
+	var err error
+	if job.Def.Host != nil {
+		results, err = job.Def.Host(ctx, job.Params, workload.HostEnv{Platform: t.Platform, Base: base, Instances: n, NewName: r.name})
+	} else {
+		results, skew, err = r.agentRep(ctx, t, base, job, n)
+	}
+	dur := time.Since(start)
+	if err != nil {
+		return nil, err
+	}
+	var out []sample.Sample
+	byMetric := map[string][]float64{}
+	proto := map[string]sample.Metric{}
+	var order []string
+	for _, res := range results {
+		for _, m := range res.Metrics {
+			if err := m.Validate(); err != nil {
+				return nil, err
+			}
+			out = append(out, mk(m, res.Instance, res.Tags, start, dur))
+			if _, ok := proto[m.Name]; !ok {
+				proto[m.Name] = m
+				order = append(order, m.Name)
+			}
+			byMetric[m.Name] = append(byMetric[m.Name], m.Value)
+		}
+	}
+	var aggTags map[string]string
+	if len(results) > 0 {
+		aggTags = results[0].Tags
+	}
+	for _, name := range order {
+		m := proto[name]
+		if v, ok := sample.Aggregate(m.Agg, byMetric[name]); ok {
+			m.Value = v
+			out = append(out, mk(m, sample.AggregateInstance, aggTags, start, dur))
+		}
+	}
+	if job.Def.Agent != nil && n > 1 {
+		out = append(out, mk(sample.Metric{Name: SkewMetric, Value: float64(skew) / float64(time.Millisecond), Unit: "ms", Better: sample.Lower}, sample.AggregateInstance, aggTags, start, dur))
+	}
+	return out, nil
+}
+
+// agentRep creates n instances, runs the agent workload in each, releases
+// them together and collects their metrics. Instances are always closed.
+func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job Job, n int) ([]workload.InstanceResult, time.Duration, error) {
+	insts := make([]platform.Instance, n)
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.InstanceTimeout)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, in := range insts {
+			if in != nil {
+				wg.Add(1)
+				go func() { defer wg.Done(); in.Close(cctx) }()
+			}
+		}
+		wg.Wait()
+	}()
+	if err := parallel(n, func(i int) error {
+		s := base
+		s.Name = r.name()
+		in, err := t.Platform.Create(ctx, s)
+		if err != nil {
+			return fmt.Errorf("create instance %d: %w", i, err)
+		}
+		insts[i] = in
+		return nil
+	}); err != nil {
+		return nil, 0, err
+	}
+	// Every exec ends with this context: cancelling it unblocks them all.
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sessions := make([]*agent.Session, n)
+	for i, in := range insts {
+		sessions[i] = agent.Start(ectx, in, job.Def.Name, job.Params.String())
+	}
+	fail := func(err error) ([]workload.InstanceResult, time.Duration, error) {
+		for _, s := range sessions {
+			s.Abort()
+		}
+		cancel()
+		return nil, 0, err
+	}
+	if err := parallel(n, func(i int) error {
+		if err := sessions[i].WaitReady(ectx); err != nil {
+			return fmt.Errorf("instance %d: %w", i, err)
+		}
+		return nil
+	}); err != nil {
+		return fail(err)
+	}
+	// The barrier: every session is released by its own goroutine the
+	// moment a shared channel closes; the spread of their acknowledgements
+	// on the host clock is the skew.
+	gate := make(chan struct{})
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-gate
+			if err := sessions[i].Release(); err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = sessions[i].WaitStarted(ectx)
+		}(i)
+	}
+	close(gate)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fail(err)
+	}
+	first, last := sessions[0].Started, sessions[0].Started
+	for _, s := range sessions[1:] {
+		if s.Started.Before(first) {
+			first = s.Started
+		}
+		if s.Started.After(last) {
+			last = s.Started
+		}
+	}
+	results := make([]workload.InstanceResult, n)
+	if err := parallel(n, func(i int) error {
+		ms, tags, err := sessions[i].Result(ectx)
+		if err != nil {
+			return fmt.Errorf("instance %d: %w", i, err)
+		}
+		facts := insts[i].Facts(ectx)
+		all := maps.Clone(facts)
+		if all == nil {
+			all = map[string]string{}
+		}
+		maps.Copy(all, tags)
+		results[i] = workload.InstanceResult{Instance: i, Metrics: ms, Tags: all}
+		return nil
+	}); err != nil {
+		return fail(err)
+	}
+	return results, last.Sub(first), nil
+}
+
+// parallel runs f(0..n-1) concurrently and joins their errors.
+func parallel(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); errs[i] = f(i) }(i)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

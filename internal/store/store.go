@@ -1,0 +1,218 @@
+// Package store keeps runs and samples in an embedded SQLite file (pure-Go
+// driver, so the binary stays static). Samples are committed as they come,
+// so nothing finished is lost when a run is interrupted.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/isobench/isobench/internal/sample"
+
+	_ "modernc.org/sqlite"
+)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS runs (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  started     TEXT NOT NULL,
+  finished    TEXT,
+  status      TEXT NOT NULL DEFAULT 'running',
+  study       TEXT NOT NULL DEFAULT '{}',
+  fingerprint TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS samples (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id      INTEGER NOT NULL REFERENCES runs(id),
+  platform    TEXT NOT NULL,
+  options     TEXT NOT NULL,
+  workload    TEXT NOT NULL,
+  params      TEXT NOT NULL,
+  instances   INTEGER NOT NULL,
+  instance    INTEGER NOT NULL,
+  rep         INTEGER NOT NULL,
+  warmup      INTEGER NOT NULL,
+  metric      TEXT NOT NULL,
+  unit        TEXT NOT NULL,
+  better      TEXT NOT NULL,
+  value       REAL NOT NULL,
+  start       TEXT NOT NULL,
+  duration_ns INTEGER NOT NULL,
+  tags        TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS samples_cell ON samples(run_id, workload, metric, platform, instances);
+`
+
+// Store is an open result database.
+type Store struct {
+	db *sql.DB
+}
+
+// Open opens or creates the database at path.
+func Open(ctx context.Context, path string) (*Store, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: not an isobench database or not writable: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Run is one invocation of `isobench run`.
+type Run struct {
+	ID          int64
+	Started     time.Time
+	Finished    time.Time
+	Status      string
+	Study       json.RawMessage
+	Fingerprint map[string]string
+}
+
+// BeginRun records a new run and returns its id.
+func (s *Store) BeginRun(ctx context.Context, study any, fingerprint map[string]string) (int64, error) {
+	sj, err := json.Marshal(study)
+	if err != nil {
+		return 0, fmt.Errorf("store: %w", err)
+	}
+	fj, err := json.Marshal(fingerprint)
+	if err != nil {
+		return 0, fmt.Errorf("store: %w", err)
+	}
+	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(started, study, fingerprint) VALUES(?,?,?)`,
+		time.Now().UTC().Format(time.RFC3339Nano), string(sj), string(fj))
+	if err != nil {
+		return 0, fmt.Errorf("store: begin run: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+// EndRun marks a run finished with status ("done", "interrupted", "failed").
+func (s *Store) EndRun(ctx context.Context, id int64, status string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE runs SET finished=?, status=? WHERE id=?`,
+		time.Now().UTC().Format(time.RFC3339Nano), status, id)
+	if err != nil {
+		return fmt.Errorf("store: end run: %w", err)
+	}
+	return nil
+}
+
+// Add commits samples in one transaction.
+func (s *Store) Add(ctx context.Context, samples []sample.Sample) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer tx.Rollback()
+	st, err := tx.PrepareContext(ctx, `INSERT INTO samples(run_id, platform, options, workload, params, instances, instance, rep, warmup, metric, unit, better, value, start, duration_ns, tags) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer st.Close()
+	for _, x := range samples {
+		tags, _ := json.Marshal(x.Tags)
+		if x.Tags == nil {
+			tags = []byte("{}")
+		}
+		if _, err := st.ExecContext(ctx, x.RunID, x.Platform, x.Options, x.Workload, x.Params, x.Instances, x.Instance, x.Rep, boolInt(x.Warmup),
+			x.Metric, x.Unit, string(x.Better), x.Value, x.Start.UTC().Format(time.RFC3339Nano), int64(x.Duration), string(tags)); err != nil {
+			return fmt.Errorf("store: add sample: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit samples: %w", err)
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Filter selects samples; zero fields match everything.
+type Filter struct {
+	RunID         int64 // 0: all runs
+	LatestRunOnly bool  // only the newest run
+	NoWarmup      bool
+}
+
+// Samples returns samples in insertion order.
+func (s *Store) Samples(ctx context.Context, f Filter) ([]sample.Sample, error) {
+	q := `SELECT run_id, platform, options, workload, params, instances, instance, rep, warmup, metric, unit, better, value, start, duration_ns, tags FROM samples WHERE 1=1`
+	var args []any
+	if f.LatestRunOnly && f.RunID == 0 {
+		q += ` AND run_id = (SELECT MAX(id) FROM runs)`
+	}
+	if f.RunID != 0 {
+		q += ` AND run_id = ?`
+		args = append(args, f.RunID)
+	}
+	if f.NoWarmup {
+		q += ` AND warmup = 0`
+	}
+	q += ` ORDER BY id`
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: query samples: %w", err)
+	}
+	defer rows.Close()
+	var out []sample.Sample
+	for rows.Next() {
+		var x sample.Sample
+		var warm int
+		var better, start, tags string
+		var dur int64
+		if err := rows.Scan(&x.RunID, &x.Platform, &x.Options, &x.Workload, &x.Params, &x.Instances, &x.Instance, &x.Rep, &warm,
+			&x.Metric, &x.Unit, &better, &x.Value, &start, &dur, &tags); err != nil {
+			return nil, fmt.Errorf("store: read sample: %w", err)
+		}
+		x.Warmup = warm != 0
+		x.Better = sample.Better(better)
+		x.Duration = time.Duration(dur)
+		x.Start, _ = time.Parse(time.RFC3339Nano, start)
+		if tags != "" && tags != "{}" {
+			json.Unmarshal([]byte(tags), &x.Tags)
+		}
+		out = append(out, x)
+	}
+	return out, rows.Err()
+}
+
+// Runs lists the runs, oldest first.
+func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, started, COALESCE(finished,''), status, study, fingerprint FROM runs ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: query runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		var r Run
+		var started, finished, study, fp string
+		if err := rows.Scan(&r.ID, &started, &finished, &r.Status, &study, &fp); err != nil {
+			return nil, fmt.Errorf("store: read run: %w", err)
+		}
+		r.Started, _ = time.Parse(time.RFC3339Nano, started)
+		r.Finished, _ = time.Parse(time.RFC3339Nano, finished)
+		r.Study = json.RawMessage(study)
+		json.Unmarshal([]byte(fp), &r.Fingerprint)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ErrNoRuns is returned when a store holds no run.
+var ErrNoRuns = errors.New("the store holds no run yet: run 'isobench run ...' first")
