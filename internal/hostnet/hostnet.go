@@ -1,0 +1,166 @@
+// Package hostnet manages the one bridge isobench creates on the host for
+// platforms that need one (LXC, QEMU): its creation, IP leases for the
+// instances on it, tap and veth clean-up, and its removal once no lease is
+// left. Leases are files, so concurrent isobench processes agree.
+//
+// Only this bridge and the devices isobench attaches to it are ever
+// addressed by isobench's network workloads.
+package hostnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Bridge defaults. The subnet is private and exists only on this bridge.
+const (
+	DefaultBridge = "isobr0"
+	DefaultPrefix = "10.199.0.0/24"
+)
+
+// Bridge is a host bridge with a lease directory.
+type Bridge struct {
+	Name     string
+	Prefix   netip.Prefix
+	LeaseDir string
+}
+
+// New describes the bridge; nothing is created until Ensure.
+func New(name, prefix, leaseDir string) (*Bridge, error) {
+	p, err := netip.ParsePrefix(prefix)
+	if err != nil || !p.Addr().Is4() || p.Bits() > 30 {
+		return nil, fmt.Errorf("hostnet: bridge prefix %q must be an IPv4 prefix of /30 or wider", prefix)
+	}
+	if len(name) == 0 || len(name) > 15 {
+		return nil, fmt.Errorf("hostnet: bridge name %q must have 1..15 characters", name)
+	}
+	return &Bridge{Name: name, Prefix: p.Masked(), LeaseDir: leaseDir}, nil
+}
+
+// Default is the isobench bridge with leases under stateDir.
+func Default(stateDir string) *Bridge {
+	b, _ := New(DefaultBridge, DefaultPrefix, filepath.Join(stateDir, "leases", DefaultBridge))
+	return b
+}
+
+// Gateway is the host's address on the bridge (the prefix's first host).
+func (b *Bridge) Gateway() netip.Addr { return b.Prefix.Addr().Next() }
+
+// Ensure creates the bridge with the gateway address if it does not exist.
+func (b *Bridge) Ensure(ctx context.Context) error {
+	if _, err := os.Stat("/sys/class/net/" + b.Name); err == nil {
+		return nil
+	}
+	if err := ip(ctx, "link", "add", b.Name, "type", "bridge"); err != nil && !strings.Contains(err.Error(), "File exists") {
+		return err
+	}
+	gw := netip.PrefixFrom(b.Gateway(), b.Prefix.Bits()).String()
+	if err := ip(ctx, "addr", "add", gw, "dev", b.Name); err != nil && !strings.Contains(err.Error(), "File exists") {
+		return err
+	}
+	return ip(ctx, "link", "set", b.Name, "up")
+}
+
+// Lease reserves a free address on the bridge; release it with Release.
+func (b *Bridge) Lease(owner string) (netip.Addr, error) {
+	if err := os.MkdirAll(b.LeaseDir, 0o755); err != nil {
+		return netip.Addr{}, fmt.Errorf("hostnet: %w", err)
+	}
+	for a := b.Gateway().Next(); b.Prefix.Contains(a); a = a.Next() {
+		if !b.Prefix.Contains(a.Next()) { // broadcast
+			break
+		}
+		f, err := os.OpenFile(filepath.Join(b.LeaseDir, a.String()), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("hostnet: lease: %w", err)
+		}
+		fmt.Fprintf(f, "%s pid=%d\n", owner, os.Getpid())
+		f.Close()
+		return a, nil
+	}
+	return netip.Addr{}, fmt.Errorf("hostnet: no free address left on %s (%s)", b.Name, b.Prefix)
+}
+
+// Release frees a lease. When it was the last one, the bridge is removed.
+func (b *Bridge) Release(ctx context.Context, a netip.Addr) error {
+	if err := os.Remove(filepath.Join(b.LeaseDir, a.String())); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("hostnet: release: %w", err)
+	}
+	return b.RemoveIfUnused(ctx)
+}
+
+// RemoveIfUnused deletes the bridge when no live lease remains (leases of
+// dead processes are stale and removed).
+func (b *Bridge) RemoveIfUnused(ctx context.Context) error {
+	entries, _ := os.ReadDir(b.LeaseDir)
+	for _, e := range entries {
+		data, _ := os.ReadFile(filepath.Join(b.LeaseDir, e.Name()))
+		var pid int
+		if i := strings.Index(string(data), "pid="); i >= 0 {
+			fmt.Sscanf(string(data)[i+4:], "%d", &pid)
+		}
+		if pid > 0 && syscall.Kill(pid, 0) == nil {
+			return nil // a live lease
+		}
+		os.Remove(filepath.Join(b.LeaseDir, e.Name()))
+	}
+	if _, err := os.Stat("/sys/class/net/" + b.Name); err != nil {
+		return nil
+	}
+	return ip(ctx, "link", "del", b.Name)
+}
+
+// DeleteLink removes a tap or veth device if it exists.
+func DeleteLink(ctx context.Context, name string) error {
+	if _, err := os.Stat("/sys/class/net/" + name); err != nil {
+		return nil
+	}
+	return ip(ctx, "link", "del", name)
+}
+
+// AddTap creates a tap device attached to the bridge and brings it up.
+func (b *Bridge) AddTap(ctx context.Context, name string) error {
+	if err := ip(ctx, "tuntap", "add", "dev", name, "mode", "tap"); err != nil {
+		return err
+	}
+	if err := ip(ctx, "link", "set", name, "master", b.Name); err != nil {
+		DeleteLink(ctx, name)
+		return err
+	}
+	if err := ip(ctx, "link", "set", name, "up"); err != nil {
+		DeleteLink(ctx, name)
+		return err
+	}
+	return nil
+}
+
+// Links lists network devices whose name starts with prefix (for leftover
+// checks in tests).
+func Links(prefix string) []string {
+	entries, _ := os.ReadDir("/sys/class/net")
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func ip(ctx context.Context, args ...string) error {
+	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("hostnet: ip %s: %s: %w", strings.Join(args, " "), strings.TrimSpace(string(out)), err)
+	}
+	return nil
+}
