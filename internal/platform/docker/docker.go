@@ -1,0 +1,697 @@
+// Package docker is the "docker" platform: instances are containers created
+// through the Docker Engine API, spoken over dockerd's unix socket with the
+// standard library only. Images are never pulled: the profile's root file
+// system (internal/image) is imported as isobench/<profile>:<digest>.
+//
+// Options: the common cpus, memory, network (bridge, host, none) and
+// storage (rootfs: the container's overlay; volume: a host directory
+// bind-mounted at platform.ScratchDir), plus runtime (an OCI runtime
+// registered with dockerd, e.g. runc or runsc) and image (profile,
+// default minimal).
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/isobench/isobench/internal/image"
+	"github.com/isobench/isobench/internal/platform"
+)
+
+// Factory registers the docker platform.
+var Factory = platform.Factory{
+	Name: "docker",
+	Help: "Docker Engine containers (API over the unix socket; DOCKER_HOST=unix://PATH honoured). " +
+		"Options: cpus, memory, network=bridge|host|none, storage=rootfs|volume, runtime=NAME (e.g. runc, runsc), image=PROFILE",
+	Extra: []string{"runtime", "image"},
+	New:   New,
+}
+
+// scratchEnv is the environment variable the agent reads the scratch
+// directory from (workload.ScratchEnv; not imported to keep platform
+// packages independent of workload).
+const scratchEnv = "ISOBENCH_SCRATCH"
+
+// Platform is the docker platform.
+type Platform struct {
+	c       *client
+	env     platform.Env
+	opts    platform.Options
+	imageMu sync.Mutex // one image build at a time
+}
+
+// New makes a docker platform. It does not contact the daemon; Available
+// does.
+func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
+	return NewPlatform(o, env)
+}
+
+// NewPlatform is New with the concrete type, for callers that need
+// EnsureImage.
+func NewPlatform(o platform.Options, env platform.Env) (*Platform, error) {
+	sock, err := socketPath(os.Getenv("DOCKER_HOST"))
+	if err != nil {
+		return nil, err
+	}
+	return &Platform{c: newClient(sock), env: env, opts: o}, nil
+}
+
+// socketPath turns a DOCKER_HOST value into a unix socket path.
+func socketPath(dockerHost string) (string, error) {
+	if dockerHost == "" {
+		return DefaultSocket, nil
+	}
+	if p, ok := strings.CutPrefix(dockerHost, "unix://"); ok && p != "" {
+		return p, nil
+	}
+	return "", fmt.Errorf("docker: DOCKER_HOST=%q: only unix:// sockets are supported; unset it to use %s", dockerHost, DefaultSocket)
+}
+
+// Name implements platform.Platform.
+func (p *Platform) Name() string { return "docker" }
+
+func (p *Platform) log() io.Writer {
+	if p.env.Log == nil {
+		return io.Discard
+	}
+	return p.env.Log
+}
+
+// runtime is the OCI runtime asked for ("" is the daemon's default).
+func (p *Platform) runtime(s platform.Spec) string {
+	if r := s.Extra["runtime"]; r != "" {
+		return r
+	}
+	return p.opts.Extra["runtime"]
+}
+
+// profile is the image profile asked for.
+func (p *Platform) profile(s platform.Spec) string {
+	if s.Image != "" {
+		return s.Image
+	}
+	if v := s.Extra["image"]; v != "" {
+		return v
+	}
+	if v := p.opts.Extra["image"]; v != "" {
+		return v
+	}
+	return image.Minimal
+}
+
+// Available implements platform.Platform.
+func (p *Platform) Available(ctx context.Context) error {
+	if err := p.c.doRaw(ctx, http.MethodGet, "/_ping", nil, nil, nil); err != nil {
+		return fmt.Errorf("docker engine not reachable at %s (%v): start dockerd: dockerd & (or systemctl start docker); install with apt-get install docker.io", p.c.socket, err)
+	}
+	if _, err := p.c.serverVersion(ctx); err != nil {
+		return err
+	}
+	if rt := p.opts.Extra["runtime"]; rt != "" {
+		info, err := p.info(ctx)
+		if err != nil {
+			return err
+		}
+		if _, ok := info.Runtimes[rt]; !ok {
+			var have []string
+			for k := range info.Runtimes {
+				have = append(have, k)
+			}
+			sort.Strings(have)
+			return fmt.Errorf("docker: runtime %q is not registered with dockerd (it has: %s); add it under \"runtimes\" in /etc/docker/daemon.json and restart dockerd", rt, strings.Join(have, ", "))
+		}
+	}
+	if _, err := (image.Builder{AgentBinary: p.env.AgentBinary}).Digest(p.profile(platform.Spec{})); err != nil {
+		return fmt.Errorf("docker: cannot build the image: %w", err)
+	}
+	return nil
+}
+
+// dockerInfo is the part of GET /info used here.
+type dockerInfo struct {
+	ServerVersion   string
+	Driver          string
+	CgroupDriver    string
+	CgroupVersion   string
+	DefaultRuntime  string
+	KernelVersion   string
+	OperatingSystem string
+	NCPU            int
+	MemTotal        int64
+	SecurityOptions []string
+	Runtimes        map[string]any
+}
+
+func (p *Platform) info(ctx context.Context) (dockerInfo, error) {
+	var info dockerInfo
+	if err := p.c.do(ctx, http.MethodGet, "/info", nil, nil, &info); err != nil {
+		return info, fmt.Errorf("docker info: %w", err)
+	}
+	return info, nil
+}
+
+// Facts implements platform.Platform.
+func (p *Platform) Facts(ctx context.Context) map[string]string {
+	f := map[string]string{}
+	info, err := p.info(ctx)
+	if err != nil {
+		f["error"] = err.Error()
+		return f
+	}
+	api, _ := p.c.apiVersion(ctx)
+	rt := p.opts.Extra["runtime"]
+	if rt == "" {
+		rt = info.DefaultRuntime
+	}
+	f["docker_version"] = info.ServerVersion
+	f["docker_api_version"] = api
+	f["storage_driver"] = info.Driver
+	f["cgroup_driver"] = info.CgroupDriver
+	f["cgroup_version"] = info.CgroupVersion
+	f["runtime"] = rt
+	f["kernel"] = info.KernelVersion
+	f["docker_os"] = info.OperatingSystem
+	f["docker_ncpu"] = strconv.Itoa(info.NCPU)
+	f["docker_mem_total"] = strconv.FormatInt(info.MemTotal, 10)
+	f["security_options"] = strings.Join(info.SecurityOptions, ",")
+	return f
+}
+
+// Close implements platform.Platform.
+func (p *Platform) Close(ctx context.Context) error {
+	if tr, ok := p.c.http.Transport.(*http.Transport); ok {
+		tr.CloseIdleConnections()
+	}
+	return nil
+}
+
+// containerConfig is the body of POST /containers/create.
+type containerConfig struct {
+	Image        string
+	Cmd          []string
+	Env          []string
+	Labels       map[string]string
+	AttachStdout bool
+	AttachStderr bool
+	HostConfig   hostConfig
+}
+
+type hostConfig struct {
+	NanoCpus    int64    `json:"NanoCpus,omitempty"`
+	Memory      int64    `json:"Memory,omitempty"`
+	MemorySwap  int64    `json:"MemorySwap,omitempty"`
+	NetworkMode string   `json:"NetworkMode"`
+	Binds       []string `json:"Binds,omitempty"`
+	Runtime     string   `json:"Runtime,omitempty"`
+}
+
+// agentArgv replaces the agent placeholder in argv[0].
+func agentArgv(argv []string) []string {
+	out := append([]string(nil), argv...)
+	if len(out) > 0 && out[0] == platform.AgentPlaceholder {
+		out[0] = image.AgentPath
+	}
+	return out
+}
+
+// networkMode maps the spec's network to Docker's NetworkMode.
+func networkMode(n string) (string, error) {
+	switch n {
+	case platform.NetDefault, platform.NetBridge:
+		return "bridge", nil
+	case platform.NetHost:
+		return "host", nil
+	case platform.NetNone:
+		return "none", nil
+	}
+	return "", fmt.Errorf("docker: network %q must be bridge, host or none", n)
+}
+
+// containerName makes a valid, prefixed container name.
+func containerName(name string) (string, error) {
+	if name == "" {
+		b := make([]byte, 6)
+		if _, err := rand.Read(b); err != nil {
+			return "", fmt.Errorf("docker: random name: %w", err)
+		}
+		name = hex.EncodeToString(b)
+	}
+	var sb strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
+			sb.WriteRune(r)
+		default:
+			sb.WriteByte('-')
+		}
+	}
+	return "isobench-" + sb.String(), nil
+}
+
+// createConfig builds the container's configuration from the spec.
+// volDir, when not empty, is bind-mounted at platform.ScratchDir.
+func createConfig(s platform.Spec, ref, runtime, volDir string) (containerConfig, error) {
+	mode, err := networkMode(s.Network)
+	if err != nil {
+		return containerConfig{}, err
+	}
+	if s.CPUs < 0 || s.Memory < 0 {
+		return containerConfig{}, errors.New("docker: negative cpus or memory")
+	}
+	cmd := []string{image.AgentPath, "agent", "idle"}
+	if len(s.Main) > 0 {
+		cmd = agentArgv(s.Main)
+	}
+	labels := map[string]string{}
+	for k, v := range s.Labels {
+		labels[k] = v
+	}
+	labels[platform.Label] = "1"
+	if s.Name != "" {
+		labels[platform.Label+".name"] = s.Name
+	}
+	cc := containerConfig{
+		Image:  ref,
+		Cmd:    cmd,
+		Env:    []string{scratchEnv + "=" + platform.ScratchDir},
+		Labels: labels,
+		HostConfig: hostConfig{
+			NanoCpus:    int64(s.CPUs * 1e9),
+			Memory:      s.Memory,
+			NetworkMode: mode,
+			Runtime:     runtime,
+		},
+	}
+	if s.Memory > 0 {
+		cc.HostConfig.MemorySwap = s.Memory
+	}
+	if volDir != "" {
+		cc.HostConfig.Binds = []string{volDir + ":" + platform.ScratchDir}
+	}
+	return cc, nil
+}
+
+// Create implements platform.Platform.
+func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Instance, err error) {
+	switch s.Storage {
+	case platform.StorageRootfs, platform.StorageVolume, "":
+	default:
+		return nil, fmt.Errorf("docker: storage %q must be rootfs or volume", s.Storage)
+	}
+	if _, err := networkMode(s.Network); err != nil {
+		return nil, err
+	}
+	name, err := containerName(s.Name)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := p.EnsureImage(ctx, p.profile(s))
+	if err != nil {
+		return nil, err
+	}
+	in := &Instance{p: p, name: name, network: s.Network, storage: s.Storage, image: ref, runtime: p.runtime(s)}
+	if in.network == "" {
+		in.network = platform.NetBridge
+	}
+	if in.storage == "" {
+		in.storage = platform.StorageRootfs
+	}
+	maybeCreated := false // the create request may have succeeded without us hearing
+	defer func() {
+		if err == nil {
+			return
+		}
+		if in.id == "" && maybeCreated {
+			q := url.Values{}
+			q.Set("force", "1")
+			q.Set("v", "1")
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			p.c.do(cctx, http.MethodDelete, "/containers/"+name, q, nil, nil)
+			cancel()
+		}
+		in.Close(ctx)
+	}()
+	if s.Storage == platform.StorageVolume {
+		in.volDir = p.statePath("volumes", name)
+		if err := os.MkdirAll(in.volDir, 0o755); err != nil {
+			return nil, fmt.Errorf("docker: volume directory: %w", err)
+		}
+	}
+	cc, err := createConfig(s, ref, in.runtime, in.volDir)
+	if err != nil {
+		return nil, err
+	}
+	var created struct {
+		ID       string `json:"Id"`
+		Warnings []string
+	}
+	q := url.Values{}
+	q.Set("name", name)
+	if err := p.c.do(ctx, http.MethodPost, "/containers/create", q, cc, &created); err != nil {
+		var ae *apiError
+		maybeCreated = !errors.As(err, &ae)
+		return nil, fmt.Errorf("docker create %s: %w", name, err)
+	}
+	in.id = created.ID
+	if s.Phase != nil {
+		s.Phase("created", time.Now())
+	}
+	for _, w := range created.Warnings {
+		fmt.Fprintf(p.log(), "docker: %s: %s\n", name, w)
+	}
+	if len(s.Main) > 0 && s.MainStdout != nil {
+		if err := in.attach(ctx, s.MainStdout); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.c.do(ctx, http.MethodPost, "/containers/"+in.id+"/start", nil, nil, nil); err != nil {
+		return nil, fmt.Errorf("docker start %s: %w", name, err)
+	}
+	if s.Phase != nil {
+		s.Phase("started", time.Now())
+	}
+	return in, nil
+}
+
+// Instance is one docker container.
+type Instance struct {
+	p       *Platform
+	id      string
+	name    string
+	network string
+	storage string
+	image   string
+	runtime string
+	volDir  string
+
+	attached   *hijacked
+	attachDone chan struct{}
+	attachErr  error
+
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// attach copies the container's stdout to w from before it starts.
+func (in *Instance) attach(ctx context.Context, w io.Writer) error {
+	q := url.Values{}
+	q.Set("stream", "1")
+	q.Set("stdout", "1")
+	h, err := in.p.c.hijack(ctx, http.MethodPost, "/containers/"+in.id+"/attach", q, nil)
+	if err != nil {
+		return fmt.Errorf("docker attach %s: %w", in.name, err)
+	}
+	in.attached = h
+	in.attachDone = make(chan struct{})
+	go func() {
+		defer close(in.attachDone)
+		in.attachErr = demux(h, w, nil)
+	}()
+	return nil
+}
+
+// ID implements platform.Instance.
+func (in *Instance) ID() string { return in.id }
+
+// Name is the container's name.
+func (in *Instance) Name() string { return in.name }
+
+// execInspect is the part of GET /exec/{id}/json used here.
+type execInspect struct {
+	Running  bool
+	ExitCode *int
+	Pid      int
+}
+
+// Exec implements platform.Instance.
+func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
+	if len(argv) == 0 {
+		return errors.New("docker exec: empty command")
+	}
+	cmd := agentArgv(argv)
+	body := map[string]any{
+		"AttachStdin":  stdio.Stdin != nil,
+		"AttachStdout": true,
+		"AttachStderr": true,
+		"Tty":          false,
+		"Cmd":          cmd,
+		"Env":          []string{scratchEnv + "=" + platform.ScratchDir},
+	}
+	var created struct {
+		ID string `json:"Id"`
+	}
+	if err := in.p.c.do(ctx, http.MethodPost, "/containers/"+in.id+"/exec", nil, body, &created); err != nil {
+		return fmt.Errorf("docker exec %q: %w", strings.Join(argv, " "), err)
+	}
+	h, err := in.p.c.hijack(ctx, http.MethodPost, "/exec/"+created.ID+"/start", nil, map[string]bool{"Detach": false, "Tty": false})
+	if err != nil {
+		return fmt.Errorf("docker exec %q: %w", strings.Join(argv, " "), err)
+	}
+	stop := context.AfterFunc(ctx, func() { h.Close() })
+	defer stop()
+	if stdio.Stdin != nil {
+		go func() {
+			io.Copy(h, stdio.Stdin)
+			h.CloseWrite()
+		}()
+	}
+	derr := demux(h, stdio.Stdout, stdio.Stderr)
+	h.Close()
+	if ctx.Err() != nil {
+		in.killExec(ctx, created.ID)
+		return fmt.Errorf("docker exec %q: %w", strings.Join(argv, " "), ctx.Err())
+	}
+	if derr != nil {
+		return fmt.Errorf("docker exec %q: %w", strings.Join(argv, " "), derr)
+	}
+	code, err := in.execExitCode(ctx, created.ID)
+	if err != nil {
+		return fmt.Errorf("docker exec %q: %w", strings.Join(argv, " "), err)
+	}
+	if code != 0 {
+		return &platform.ExitError{Code: code, Argv: argv}
+	}
+	return nil
+}
+
+// execExitCode waits for the exec to be reported finished; the stream can
+// end a moment before the daemon records the exit.
+func (in *Instance) execExitCode(ctx context.Context, execID string) (int, error) {
+	delay := time.Millisecond
+	for {
+		var ei execInspect
+		if err := in.p.c.do(ctx, http.MethodGet, "/exec/"+execID+"/json", nil, nil, &ei); err != nil {
+			return 0, err
+		}
+		if !ei.Running && ei.ExitCode != nil {
+			return *ei.ExitCode, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 100*time.Millisecond)
+	}
+}
+
+// killExec ends a cancelled exec's process. Docker has no API for that;
+// with runc the exec's Pid is a host pid and we can signal it. With other
+// runtimes the process is left to die with the container.
+func (in *Instance) killExec(ctx context.Context, execID string) {
+	switch in.runtime {
+	case "", "runc", "io.containerd.runc.v2":
+	default:
+		return
+	}
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var ei execInspect
+	if err := in.p.c.do(kctx, http.MethodGet, "/exec/"+execID+"/json", nil, nil, &ei); err != nil {
+		return
+	}
+	if ei.Running && ei.Pid > 0 {
+		syscall.Kill(ei.Pid, syscall.SIGKILL)
+	}
+}
+
+// CopyIn implements platform.Instance. Missing parent directories are
+// created by the daemon.
+func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
+	if !strings.HasPrefix(guestPath, "/") {
+		return fmt.Errorf("docker copy: guest path %q must be absolute", guestPath)
+	}
+	name := strings.TrimPrefix(filepath.Clean(guestPath), "/")
+	if name == "" {
+		return fmt.Errorf("docker copy: guest path %q names no file", guestPath)
+	}
+	f, err := os.Open(hostPath)
+	if err != nil {
+		return fmt.Errorf("docker copy: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("docker copy: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("docker copy: %s is not a regular file", hostPath)
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(writeOneFileTar(pw, name, int64(mode&0o7777), st.Size(), st.ModTime(), f)) }()
+	defer pr.Close()
+	q := url.Values{}
+	q.Set("path", "/")
+	if err := in.p.c.do(ctx, http.MethodPut, "/containers/"+in.id+"/archive", q, io.Reader(pr), nil); err != nil {
+		return fmt.Errorf("docker copy %s to %s:%s: %w", hostPath, in.name, guestPath, err)
+	}
+	return nil
+}
+
+// containerInspect is the part of GET /containers/{id}/json used here.
+type containerInspect struct {
+	State struct {
+		Running  bool
+		ExitCode int
+	}
+	HostConfig struct {
+		NanoCpus    int64
+		Memory      int64
+		MemorySwap  int64
+		NetworkMode string
+		Runtime     string
+	}
+	NetworkSettings struct {
+		IPAddress string
+		Networks  map[string]struct{ IPAddress string }
+	}
+}
+
+func (in *Instance) inspect(ctx context.Context) (containerInspect, error) {
+	var ci containerInspect
+	if err := in.p.c.do(ctx, http.MethodGet, "/containers/"+in.id+"/json", nil, nil, &ci); err != nil {
+		return ci, fmt.Errorf("docker inspect %s: %w", in.name, err)
+	}
+	return ci, nil
+}
+
+// Address implements platform.Instance.
+func (in *Instance) Address(ctx context.Context) (string, error) {
+	switch in.network {
+	case platform.NetNone:
+		return "", nil
+	case platform.NetHost:
+		return "127.0.0.1", nil
+	}
+	ci, err := in.inspect(ctx)
+	if err != nil {
+		return "", err
+	}
+	if ip := ci.NetworkSettings.IPAddress; ip != "" {
+		return ip, nil
+	}
+	names := make([]string, 0, len(ci.NetworkSettings.Networks))
+	for k := range ci.NetworkSettings.Networks {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if ip := ci.NetworkSettings.Networks[k].IPAddress; ip != "" {
+			return ip, nil
+		}
+	}
+	return "", fmt.Errorf("docker: container %s has no IP address (is it running?)", in.name)
+}
+
+// Facts implements platform.Instance.
+func (in *Instance) Facts(ctx context.Context) map[string]string {
+	f := map[string]string{
+		"network": in.network,
+		"storage": in.storage,
+		"image":   in.image,
+		"name":    in.name,
+	}
+	ci, err := in.inspect(ctx)
+	if err != nil {
+		f["error"] = err.Error()
+		return f
+	}
+	f["nano_cpus"] = strconv.FormatInt(ci.HostConfig.NanoCpus, 10)
+	f["memory_limit"] = strconv.FormatInt(ci.HostConfig.Memory, 10)
+	f["memory_swap_limit"] = strconv.FormatInt(ci.HostConfig.MemorySwap, 10)
+	f["network_mode"] = ci.HostConfig.NetworkMode
+	f["runtime"] = ci.HostConfig.Runtime
+	return f
+}
+
+// Wait implements platform.Instance. When the main process's stdout is
+// attached, Wait returns only after all of it has been delivered.
+func (in *Instance) Wait(ctx context.Context) (int, error) {
+	var res struct {
+		StatusCode int
+		Error      *struct{ Message string }
+	}
+	q := url.Values{}
+	q.Set("condition", "not-running")
+	if err := in.p.c.do(ctx, http.MethodPost, "/containers/"+in.id+"/wait", q, nil, &res); err != nil {
+		return 0, fmt.Errorf("docker wait %s: %w", in.name, err)
+	}
+	if res.Error != nil && res.Error.Message != "" {
+		return res.StatusCode, fmt.Errorf("docker wait %s: %s", in.name, res.Error.Message)
+	}
+	if in.attachDone != nil {
+		select {
+		case <-in.attachDone:
+			if in.attachErr != nil {
+				return res.StatusCode, fmt.Errorf("docker %s: main output: %w", in.name, in.attachErr)
+			}
+		case <-ctx.Done():
+			return res.StatusCode, ctx.Err()
+		}
+	}
+	return res.StatusCode, nil
+}
+
+// Close implements platform.Instance. It works with a cancelled ctx too.
+func (in *Instance) Close(ctx context.Context) error {
+	in.closeMu.Lock()
+	defer in.closeMu.Unlock()
+	if in.closed {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if in.attached != nil {
+		in.attached.Close()
+	}
+	if in.id != "" {
+		q := url.Values{}
+		q.Set("force", "1")
+		q.Set("v", "1")
+		err := in.p.c.do(cctx, http.MethodDelete, "/containers/"+in.id, q, nil, nil)
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("docker remove %s: %w", in.name, err)
+		}
+	}
+	if in.volDir != "" {
+		if err := os.RemoveAll(in.volDir); err != nil {
+			return fmt.Errorf("docker: removing volume directory: %w", err)
+		}
+	}
+	in.closed = true
+	return nil
+}

@@ -1,0 +1,259 @@
+package docker
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/conformance"
+)
+
+// TestConformance runs the shared platform suite against the real dockerd.
+func TestConformance(t *testing.T) {
+	agent := conformance.BuildAgent(t)
+	state := t.TempDir()
+	var p *Platform
+	newPlatform := func(t *testing.T) platform.Platform {
+		o, err := platform.ParseOptions("docker")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err = NewPlatform(o, platform.Env{AgentBinary: agent, StateDir: state, Log: os.Stderr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	conformance.Run(t, newPlatform, conformance.Opts{
+		Leftovers: func(ctx context.Context) ([]string, error) { return leftovers(ctx, p, state) },
+	})
+}
+
+// leftovers lists what docker instances may leave on the host: isobench
+// containers, their network namespaces and veths on docker0, overlay
+// mounts, volume and rootfs directories in the state dir.
+func leftovers(ctx context.Context, p *Platform, state string) ([]string, error) {
+	var out []string
+	var cs []struct {
+		ID    string `json:"Id"`
+		Names []string
+	}
+	q := url.Values{}
+	q.Set("all", "1")
+	q.Set("filters", `{"label":["isobench"]}`)
+	if err := p.c.do(ctx, http.MethodGet, "/containers/json", q, nil, &cs); err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		out = append(out, "container "+c.ID+" "+strings.Join(c.Names, ","))
+	}
+	links, _ := filepath.Glob("/sys/class/net/veth*")
+	for _, l := range links {
+		if m, err := os.Readlink(filepath.Join(l, "master")); err == nil && filepath.Base(m) == "docker0" {
+			out = append(out, "veth "+filepath.Base(l))
+		}
+	}
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(mi), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 5 {
+				continue
+			}
+			mp := f[4]
+			switch {
+			case strings.HasPrefix(mp, "/run/docker/netns/") || strings.HasPrefix(mp, "/var/run/docker/netns/"):
+				// "default" is the daemon's own handle on the host
+				// namespace, made once for the first host-network
+				// container. Unmounted namespace files of removed
+				// containers are garbage-collected by dockerd within a
+				// minute, so only mounts count.
+				if filepath.Base(mp) != "default" {
+					out = append(out, "netns "+mp)
+				}
+			case strings.Contains(mp, "/docker/") && (strings.Contains(mp, "/overlay2/") || strings.Contains(mp, "/containers/")):
+				out = append(out, "mount "+mp)
+			}
+		}
+	}
+	for _, pat := range []string{filepath.Join(state, "volumes", "*"), filepath.Join(state, "docker-rootfs-*")} {
+		m, _ := filepath.Glob(pat)
+		for _, x := range m {
+			out = append(out, "dir "+x)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func TestNegotiate(t *testing.T) {
+	for _, c := range []struct {
+		server, want string
+		ok           bool
+	}{
+		{"1.41", "1.41", true},
+		{"1.43", "1.43", true},
+		{"1.51", MaxAPIVersion, true},
+		{"1.40", "", false},
+		{"", "", false},
+	} {
+		got, err := negotiate(c.server)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("negotiate(%q) = %q, %v; want %q ok=%v", c.server, got, err, c.want, c.ok)
+		}
+	}
+}
+
+func TestSocketPath(t *testing.T) {
+	if p, err := socketPath(""); err != nil || p != DefaultSocket {
+		t.Errorf("socketPath(\"\") = %q, %v", p, err)
+	}
+	if p, err := socketPath("unix:///tmp/d.sock"); err != nil || p != "/tmp/d.sock" {
+		t.Errorf("socketPath(unix) = %q, %v", p, err)
+	}
+	if _, err := socketPath("tcp://1.2.3.4:2375"); err == nil {
+		t.Error("tcp DOCKER_HOST accepted")
+	}
+}
+
+func TestBuildRequest(t *testing.T) {
+	q := url.Values{}
+	q.Set("name", "isobench-x")
+	req, err := buildRequest(context.Background(), "1.41", http.MethodPost, "/containers/create", q, map[string]int{"a": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.URL.Path != "/v1.41/containers/create" || req.URL.Query().Get("name") != "isobench-x" {
+		t.Errorf("URL %s", req.URL)
+	}
+	if ct := req.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	buf := make([]byte, 100)
+	n, _ := req.Body.Read(buf)
+	if string(buf[:n]) != `{"a":1}` {
+		t.Errorf("body %q", buf[:n])
+	}
+
+	req, err = buildRequest(context.Background(), "", http.MethodGet, "/_ping", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.URL.Path != "/_ping" || req.Body != nil && req.Body != http.NoBody {
+		t.Errorf("unversioned request %s body %v", req.URL, req.Body)
+	}
+
+	req, err = buildRequest(context.Background(), "1.41", http.MethodPut, "/containers/abc/archive", url.Values{"path": {"/"}}, strings.NewReader("tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := req.Header.Get("Content-Type"); ct != "application/x-tar" {
+		t.Errorf("archive Content-Type %q", ct)
+	}
+
+	req, err = buildHijackRequest(context.Background(), "1.41", http.MethodPost, "/exec/e1/start", nil, map[string]bool{"Detach": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Header.Get("Connection") != "Upgrade" || req.Header.Get("Upgrade") != "tcp" {
+		t.Errorf("hijack headers %v", req.Header)
+	}
+}
+
+func TestImportQuery(t *testing.T) {
+	q := importQuery("minimal", "0123abcd")
+	if q.Get("fromSrc") != "-" || q.Get("repo") != "isobench/minimal" || q.Get("tag") != "0123abcd" {
+		t.Errorf("import query %v", q)
+	}
+	if q.Get("changes") != "LABEL isobench=1" {
+		t.Errorf("changes %q", q.Get("changes"))
+	}
+}
+
+func TestCreateConfig(t *testing.T) {
+	s := platform.Spec{
+		Name:    "x",
+		CPUs:    1.5,
+		Memory:  256 << 20,
+		Network: platform.NetNone,
+		Labels:  map[string]string{"k": "v", platform.Label: "overridden?"},
+		Main:    []string{platform.AgentPlaceholder, "agent", "hello"},
+	}
+	cc, err := createConfig(s, "isobench/minimal:d", "runsc", "/state/volumes/isobench-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := cc.HostConfig
+	if hc.NanoCpus != 1_500_000_000 || hc.Memory != 256<<20 || hc.MemorySwap != 256<<20 || hc.NetworkMode != "none" || hc.Runtime != "runsc" {
+		t.Errorf("host config %+v", hc)
+	}
+	if len(hc.Binds) != 1 || hc.Binds[0] != "/state/volumes/isobench-x:"+platform.ScratchDir {
+		t.Errorf("binds %q", hc.Binds)
+	}
+	if strings.Join(cc.Cmd, " ") != "/usr/local/bin/isobench agent hello" {
+		t.Errorf("cmd %q", cc.Cmd)
+	}
+	if cc.Labels[platform.Label] != "1" || cc.Labels["k"] != "v" {
+		t.Errorf("labels %v", cc.Labels)
+	}
+	if len(cc.Env) != 1 || cc.Env[0] != "ISOBENCH_SCRATCH=/isobench-scratch" {
+		t.Errorf("env %q", cc.Env)
+	}
+
+	cc, err = createConfig(platform.Spec{}, "img", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.HostConfig.NetworkMode != "bridge" || cc.HostConfig.NanoCpus != 0 || cc.HostConfig.MemorySwap != 0 || cc.HostConfig.Binds != nil {
+		t.Errorf("default host config %+v", cc.HostConfig)
+	}
+	if strings.Join(cc.Cmd, " ") != "/usr/local/bin/isobench agent idle" {
+		t.Errorf("default cmd %q", cc.Cmd)
+	}
+	if _, err := createConfig(platform.Spec{Network: "weird"}, "img", "", ""); err == nil {
+		t.Error("unknown network accepted")
+	}
+}
+
+func TestContainerName(t *testing.T) {
+	n, err := containerName("run 1/cpu:a")
+	if err != nil || n != "isobench-run-1-cpu-a" {
+		t.Errorf("containerName = %q, %v", n, err)
+	}
+	a, _ := containerName("")
+	b, _ := containerName("")
+	if a == b || !strings.HasPrefix(a, "isobench-") {
+		t.Errorf("generated names %q %q", a, b)
+	}
+}
+
+func TestFactoryParse(t *testing.T) {
+	reg := platform.NewRegistry(Factory)
+	_, o, err := reg.Parse("docker:cpus=1,runtime=runsc,image=minimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Extra["runtime"] != "runsc" || o.Base.CPUs != 1 {
+		t.Errorf("options %+v", o)
+	}
+	if _, _, err := reg.Parse("docker:bogus=1"); err == nil {
+		t.Error("unknown option accepted")
+	}
+}
+
+func TestAvailableWithoutDaemon(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "none.sock"))
+	p, err := NewPlatform(platform.Options{}, platform.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Available(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "start dockerd") || !strings.Contains(err.Error(), "apt-get install docker.io") {
+		t.Errorf("Available without a daemon: %v", err)
+	}
+}

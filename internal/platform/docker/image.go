@@ -1,0 +1,155 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/isobench/isobench/internal/image"
+	"github.com/isobench/isobench/internal/platform"
+)
+
+// ImageRepo is the repository isobench imports a profile as; the tag is
+// the builder's content digest, so an image is reused exactly when its
+// content would not change.
+func ImageRepo(profile string) string { return "isobench/" + profile }
+
+// imageRef names the image for profile with the given digest.
+func imageRef(profile, digest string) string { return ImageRepo(profile) + ":" + digest }
+
+// EnsureImage makes sure the image for profile exists in the daemon,
+// building and importing it from the host files if its digest is not
+// there yet. It never pulls. It returns the image reference.
+func (p *Platform) EnsureImage(ctx context.Context, profile string) (string, error) {
+	p.imageMu.Lock()
+	defer p.imageMu.Unlock()
+	b := image.Builder{AgentBinary: p.env.AgentBinary}
+	digest, err := b.Digest(profile)
+	if err != nil {
+		return "", fmt.Errorf("docker image %s: %w", profile, err)
+	}
+	ref := imageRef(profile, digest)
+	err = p.c.do(ctx, http.MethodGet, "/images/"+ref+"/json", nil, nil, nil)
+	if err == nil {
+		return ref, nil
+	}
+	if !isNotFound(err) {
+		return "", fmt.Errorf("docker image %s: %w", ref, err)
+	}
+	if p.env.StateDir == "" {
+		return "", errors.New("docker image: no state directory to build the root file system in")
+	}
+	if err := os.MkdirAll(p.env.StateDir, 0o755); err != nil {
+		return "", fmt.Errorf("docker image: %w", err)
+	}
+	tmp, err := os.MkdirTemp(p.env.StateDir, "docker-rootfs-")
+	if err != nil {
+		return "", fmt.Errorf("docker image: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Fprintf(p.log(), "docker: building image %s\n", ref)
+	if err := b.BuildRootfs(ctx, profile, tmp); err != nil {
+		return "", fmt.Errorf("docker image %s: %w", ref, err)
+	}
+	if err := p.importRootfs(ctx, tmp, profile, digest); err != nil {
+		return "", err
+	}
+	return ref, nil
+}
+
+// importQuery is the query of POST /images/create for importing a tar.
+func importQuery(profile, digest string) url.Values {
+	q := url.Values{}
+	q.Set("fromSrc", "-")
+	q.Set("repo", ImageRepo(profile))
+	q.Set("tag", digest)
+	q.Add("changes", "LABEL "+platform.Label+"=1")
+	return q
+}
+
+// importRootfs streams dir as a tar into POST /images/create.
+func (p *Platform) importRootfs(ctx context.Context, dir, profile, digest string) error {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(image.Tar(dir, pw)) }()
+	defer pr.Close()
+	ref := imageRef(profile, digest)
+	var progress pipeBuffer
+	if err := p.c.do(ctx, http.MethodPost, "/images/create", importQuery(profile, digest), io.Reader(pr), &progress); err != nil {
+		return fmt.Errorf("docker image import %s: %w", ref, err)
+	}
+	if err := progressError(progress.b); err != nil {
+		return fmt.Errorf("docker image import %s: %w", ref, err)
+	}
+	// Make sure the tag is really there before anyone uses it.
+	if err := p.c.do(ctx, http.MethodGet, "/images/"+ref+"/json", nil, nil, nil); err != nil {
+		return fmt.Errorf("docker image import %s: not present after import: %w", ref, err)
+	}
+	return nil
+}
+
+// pipeBuffer collects an answer body.
+type pipeBuffer struct{ b []byte }
+
+func (p *pipeBuffer) Write(b []byte) (int, error) { p.b = append(p.b, b...); return len(b), nil }
+
+// progressError finds an error message in a JSON progress stream (the
+// daemon answers 200 and reports failures inside the stream).
+func progressError(stream []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(stream))
+	for {
+		var m struct {
+			Error       string `json:"error"`
+			ErrorDetail struct {
+				Message string `json:"message"`
+			} `json:"errorDetail"`
+		}
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("reading progress: %w", err)
+		}
+		if m.Error != "" {
+			return errors.New(m.Error)
+		}
+		if m.ErrorDetail.Message != "" {
+			return errors.New(m.ErrorDetail.Message)
+		}
+	}
+}
+
+// RemoveImages deletes every image of profile's repository except keep
+// (a full reference; "" keeps none). It returns the removed references.
+func (p *Platform) RemoveImages(ctx context.Context, profile, keep string) ([]string, error) {
+	var imgs []struct{ RepoTags []string }
+	q := url.Values{}
+	q.Set("filters", fmt.Sprintf(`{"reference":[%q]}`, ImageRepo(profile)))
+	if err := p.c.do(ctx, http.MethodGet, "/images/json", q, nil, &imgs); err != nil {
+		return nil, fmt.Errorf("docker images: %w", err)
+	}
+	var removed []string
+	for _, im := range imgs {
+		for _, t := range im.RepoTags {
+			if t == keep {
+				continue
+			}
+			if err := p.c.do(ctx, http.MethodDelete, "/images/"+t, nil, nil, nil); err != nil && !isNotFound(err) {
+				return removed, fmt.Errorf("docker remove image %s: %w", t, err)
+			}
+			removed = append(removed, t)
+		}
+	}
+	return removed, nil
+}
+
+// statePath joins parts below the state directory.
+func (p *Platform) statePath(parts ...string) string {
+	return filepath.Join(append([]string{p.env.StateDir}, parts...)...)
+}
