@@ -37,6 +37,8 @@ type Fileset struct {
 	prealloc int // percent of files created before the run
 
 	mu       sync.Mutex
+	idleCond *sync.Cond // signalled when a busy entry is released
+	busy     int        // entries currently busy
 	files    []*entry
 	neRotor  int // next index to try for a file that does not exist
 	exRotor  int // next index to try for a file that exists
@@ -62,6 +64,7 @@ func PopulateFileset(r *rand.Rand, dir, name string, nfiles, meanwidth int, size
 		return nil, fmt.Errorf("fileset %s: mean directory width must be at least 2, got %d", name, meanwidth)
 	}
 	fs := &Fileset{Name: name, Root: filepath.Join(dir, name)}
+	fs.idleCond = sync.NewCond(&fs.mu)
 	b := builder{
 		r: r, fs: fs, nfiles: nfiles, size: size,
 		meanWidth: float64(meanwidth),
@@ -193,11 +196,16 @@ func (fs *Fileset) Existing() int {
 // it busy and returns it. With index < 0 it goes round-robin (FileBench's
 // per-fileset rotors; threads share one rotor since the personalities do
 // not rotate fds); otherwise it starts at the first entry at or after
-// index. Busy entries are skipped; errNoFile when none is left.
+// index. Busy entries are skipped. As in FileBench, a pick waits while
+// every file of the set is busy; errNoFile when idle files exist but none in
+// the wanted state.
 func (fs *Fileset) pick(exists bool, index int) (*entry, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	n := len(fs.files)
+	for fs.busy >= n {
+		fs.idleCond.Wait()
+	}
 	start := index
 	if index < 0 {
 		start = fs.exRotor
@@ -225,6 +233,7 @@ func (fs *Fileset) pick(exists bool, index int) (*entry, error) {
 			}
 		}
 		e.busy = true
+		fs.busy++
 		return e, nil
 	}
 	return nil, errNoFile
@@ -234,7 +243,11 @@ func (fs *Fileset) pick(exists bool, index int) (*entry, error) {
 // exists (when non-nil) sets whether the file now exists.
 func (fs *Fileset) unbusy(e *entry, exists *bool, openDelta int) {
 	fs.mu.Lock()
-	e.busy = false
+	if e.busy {
+		e.busy = false
+		fs.busy--
+		fs.idleCond.Signal()
+	}
 	e.openCnt += openDelta
 	if exists != nil {
 		e.exists = *exists

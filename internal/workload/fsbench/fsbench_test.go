@@ -380,3 +380,45 @@ func TestCancelCleansUp(t *testing.T) {
 	}
 	assertEmpty(t, scratch)
 }
+
+func TestPickSemantics(t *testing.T) {
+	fs, err := PopulateFileset(seeded(), "/nonexistent", "set", 4, 20, func(*rand.Rand) int64 { return 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.files[1].exists, fs.files[3].exists = true, true
+	// round-robin over existing files
+	a, _ := fs.pick(true, -1)
+	b, _ := fs.pick(true, -1)
+	if a.index != 1 || b.index != 3 {
+		t.Fatalf("rotor picked %d, %d; want 1, 3", a.index, b.index)
+	}
+	// both existing files busy: no existing file to pick, but idle ones exist
+	if _, err := fs.pick(true, -1); err != errNoFile {
+		t.Fatalf("want errNoFile, got %v", err)
+	}
+	c, err := fs.pick(false, 3) // first non-existing at or after 3 wraps to 0
+	if err != nil || c.index != 0 {
+		t.Fatalf("indexed pick: %v, %v", c, err)
+	}
+	d, _ := fs.pick(false, -1)
+	if d.index != 2 {
+		t.Fatalf("non-existing rotor picked %d, want 2 (0 is busy)", d.index)
+	}
+	// every file busy: a pick waits until one is released
+	got := make(chan *entry)
+	go func() {
+		e, _ := fs.pick(true, -1)
+		got <- e
+	}()
+	yes := true
+	time.AfterFunc(20*time.Millisecond, func() { fs.unbusy(c, &yes, 0) })
+	select {
+	case e := <-got:
+		if e != c {
+			t.Fatalf("waiting pick got %d, want %d", e.index, c.index)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("pick did not wake up")
+	}
+}
