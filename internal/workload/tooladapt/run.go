@@ -1,0 +1,163 @@
+package tooladapt
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// toolPath finds an external tool inside the instance. Besides PATH it looks
+// in the usual binary directories, because an agent started with an empty
+// environment has no PATH.
+func toolPath(bin string) (string, error) {
+	if p, err := exec.LookPath(bin); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin", "/sbin"} {
+		p := filepath.Join(dir, bin)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in this instance: use the tools image profile (image=tools)", bin)
+}
+
+// maxStderr bounds how much of a tool's error output ends up in an error.
+const maxStderr = 2048
+
+// runTool runs bin with args in dir and returns its standard output (also
+// on failure, for tools that report errors there). A failure carries the
+// tail of the tool's standard error (or output).
+func runTool(ctx context.Context, dir, bin string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = strings.TrimSpace(stdout.String())
+		}
+		if len(msg) > maxStderr {
+			msg = "..." + msg[len(msg)-maxStderr:]
+		}
+		return stdout.Bytes(), fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(args, " "), err, msg)
+	}
+	return stdout.Bytes(), nil
+}
+
+// server is a tool's server process started for a loopback run.
+type server struct {
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	out    *bytes.Buffer
+	done   chan struct{}
+}
+
+// startServer starts bin args in the background and waits until ready
+// reports true (polled), the process exits, or the wait times out.
+func startServer(ctx context.Context, bin string, args []string, ready func() bool) (*server, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	cmd := exec.CommandContext(sctx, bin, args...)
+	out := &bytes.Buffer{}
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("starting %s server: %w", filepath.Base(bin), err)
+	}
+	s := &server{cmd: cmd, cancel: cancel, out: out, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(s.done)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if ready() {
+			return s, nil
+		}
+		select {
+		case <-s.done:
+			cancel()
+			return nil, fmt.Errorf("%s server exited before it was ready: %s", filepath.Base(bin), strings.TrimSpace(out.String()))
+		case <-ctx.Done():
+			s.stop()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("%s server did not get ready within 10s", filepath.Base(bin))
+		}
+	}
+}
+
+// stop ends the server and waits for it.
+func (s *server) stop() {
+	s.cancel()
+	<-s.done
+}
+
+// tcpListening reports whether a TCP socket listens on port on this host.
+// It reads /proc/net/tcp and /proc/net/tcp6 instead of connecting: a probe
+// connection would count as a (failed) test for servers such as iperf3,
+// which then close and reopen their listening socket.
+func tcpListening(port int) func() bool {
+	return procSocket([]string{"/proc/net/tcp", "/proc/net/tcp6"}, port, "0A")
+}
+
+// udpBound reports whether a UDP socket is bound to port on this host (a
+// UDP server cannot be probed without taking part in its protocol).
+func udpBound(port int) func() bool {
+	return procSocket([]string{"/proc/net/udp", "/proc/net/udp6"}, port, "")
+}
+
+// procSocket scans the kernel's socket tables for a local port, and when
+// state is set, for that socket state (0A is TCP_LISTEN).
+func procSocket(files []string, port int, state string) func() bool {
+	want := fmt.Sprintf(":%04X", port)
+	return func() bool {
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			sc := bufio.NewScanner(bytes.NewReader(b))
+			for sc.Scan() {
+				fields := strings.Fields(sc.Text())
+				if len(fields) > 3 && strings.HasSuffix(fields[1], want) && (state == "" || fields[3] == state) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
+// hostPort joins host and port, bracketing IPv6 literals.
+func hostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// barrier calls ready, wrapping its failure so it reads well in the agent's
+// error.
+func barrier(ready func() error) error {
+	if err := ready(); err != nil {
+		return fmt.Errorf("waiting for the start signal: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,362 @@
+// Package tooladapt declares in-guest workloads that run external benchmark
+// tools (sysbench, fio, iperf3, sockperf) inside an instance and report
+// their parsed results. The tools must be present in the instance: the
+// "tools" image profile (image=tools) copies the host's binaries with all
+// their libraries into the root file system.
+//
+// Parameter names mirror the built-in workloads where they overlap
+// (threads, max-prime, duration, block-size, total-size, oper, access).
+//
+// The network workloads (tool:iperf3, tool:sockperf) are clients. With
+// server left empty they start the tool's server on 127.0.0.1 inside the
+// same instance during the untimed setup, so they measure the instance's
+// own loopback path; with server=ADDRESS they only run the client against a
+// server someone else placed there (the network workloads place servers in
+// other instances or on the host).
+package tooladapt
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/fio"
+	"github.com/isobench/isobench/internal/tools/iperf3"
+	"github.com/isobench/isobench/internal/tools/sockperf"
+	"github.com/isobench/isobench/internal/tools/sysbench"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// Workload names.
+const (
+	SysbenchCPU    = "tool:sysbench-cpu"
+	SysbenchMemory = "tool:sysbench-memory"
+	SysbenchFileIO = "tool:sysbench-fileio"
+	Fio            = "tool:fio"
+	Iperf3         = "tool:iperf3"
+	Sockperf       = "tool:sockperf"
+)
+
+func durationParam(def string) workload.Param {
+	return workload.Param{Name: "duration", Kind: workload.Duration, Default: def, Min: 1, Max: 86400,
+		Help: "how long the tool runs (whole seconds for sysbench, iperf3 and sockperf)"}
+}
+
+func threadsParam() workload.Param {
+	return workload.Param{Name: "threads", Kind: workload.Int, Default: "1", Min: 1, Max: 4096, Help: "worker threads"}
+}
+
+func timeout(p workload.Params) time.Duration {
+	return p.Duration("duration") + 2*time.Minute
+}
+
+// Defs returns every tool workload.
+func Defs() []workload.Def {
+	return []workload.Def{
+		{
+			Name: SysbenchCPU,
+			Help: "external sysbench cpu: primes up to max-prime per event; events/s, latency",
+			Params: []workload.Param{
+				threadsParam(),
+				{Name: "max-prime", Kind: workload.Int, Default: "10000", Min: 3, Max: 1e9, Help: "upper limit of the primes verified per event"},
+				durationParam("10s"),
+			},
+			Agent:   runSysbenchCPU,
+			Timeout: timeout,
+		},
+		{
+			Name: SysbenchMemory,
+			Help: "external sysbench memory: block-size transfers over a buffer; ops/s, MiB/s",
+			Params: []workload.Param{
+				threadsParam(),
+				{Name: "block-size", Kind: workload.Size, Default: "1k", Min: 1, Max: 1 << 30, Help: "bytes per operation"},
+				{Name: "total-size", Kind: workload.Size, Default: "100g", Min: 1, Help: "bytes to transfer at most (duration normally ends the run)"},
+				{Name: "oper", Kind: workload.Enum, Default: "write", Enum: []string{"read", "write", "none"}, Help: "memory operation"},
+				{Name: "access", Kind: workload.Enum, Default: "seq", Enum: []string{"seq", "rnd"}, Help: "access pattern"},
+				durationParam("10s"),
+			},
+			Agent:   runSysbenchMemory,
+			Timeout: timeout,
+		},
+		{
+			Name: SysbenchFileIO,
+			Help: "external sysbench fileio in the scratch directory (files prepared untimed); ops/s, MiB/s, latency",
+			Params: []workload.Param{
+				threadsParam(),
+				{Name: "block-size", Kind: workload.Size, Default: "16k", Min: 512, Max: 1 << 30, Help: "bytes per request"},
+				{Name: "total-size", Kind: workload.Size, Default: "256m", Min: 1 << 20, Help: "bytes over all files"},
+				{Name: "files", Kind: workload.Int, Default: "4", Min: 1, Max: 1024, Help: "number of files"},
+				{Name: "mode", Kind: workload.Enum, Default: "rndrw", Enum: sysbench.FileIOModes, Help: "sysbench --file-test-mode"},
+				{Name: "direct", Kind: workload.Bool, Default: "false", Help: "open files with O_DIRECT"},
+				durationParam("10s"),
+			},
+			Agent:   runSysbenchFileIO,
+			Timeout: timeout,
+		},
+		{
+			Name: Fio,
+			Help: "external fio in the scratch directory (files laid out untimed); IOPS, MiB/s, completion latency percentiles",
+			Params: []workload.Param{
+				{Name: "pattern", Kind: workload.Enum, Default: "randread", Enum: fio.Patterns, Help: "fio rw="},
+				{Name: "bs", Kind: workload.Size, Default: "4k", Min: 512, Max: 1 << 30, Help: "block size"},
+				{Name: "size", Kind: workload.Size, Default: "256m", Min: 1 << 20, Help: "file size per job"},
+				{Name: "direct", Kind: workload.Bool, Default: "false", Help: "O_DIRECT (fails on tmpfs)"},
+				{Name: "iodepth", Kind: workload.Int, Default: "1", Min: 1, Max: 4096, Help: "I/Os in flight per job (asynchronous engines)"},
+				{Name: "jobs", Kind: workload.Int, Default: "1", Min: 1, Max: 1024, Help: "concurrent jobs (fio numjobs); every job is reported and aggregated"},
+				durationParam("10s"),
+				{Name: "ioengine", Kind: workload.String, Default: "psync", Help: "fio ioengine (psync, libaio, io_uring, ...)"},
+			},
+			Check:   checkFio,
+			Agent:   runFio,
+			Timeout: timeout,
+		},
+		{
+			Name: Iperf3,
+			Help: "external iperf3 client; server empty: a server on 127.0.0.1 in the same instance (loopback); Gbit/s, retransmits",
+			Params: []workload.Param{
+				{Name: "server", Kind: workload.String, Default: "", Help: "address of a running iperf3 server; empty starts one on 127.0.0.1 in this instance"},
+				{Name: "port", Kind: workload.Int, Default: "5201", Min: 1, Max: 65535, Help: "server port"},
+				{Name: "parallel", Kind: workload.Int, Default: "1", Min: 1, Max: 128, Help: "parallel streams (-P)"},
+				{Name: "reverse", Kind: workload.Bool, Default: "false", Help: "server sends (-R)"},
+				{Name: "udp", Kind: workload.Bool, Default: "false", Help: "UDP instead of TCP"},
+				{Name: "bitrate", Kind: workload.Int, Default: "0", Min: 0, Help: "target bits/s (-b); 0: iperf3's default"},
+				durationParam("10s"),
+			},
+			Check:   checkServer,
+			Agent:   runIperf3,
+			Timeout: timeout,
+		},
+		{
+			Name: Sockperf,
+			Help: "external sockperf ping-pong (request/response latency, full round trip); server empty: a server on 127.0.0.1 in the same instance",
+			Params: []workload.Param{
+				{Name: "server", Kind: workload.String, Default: "", Help: "address of a running sockperf server; empty starts one on 127.0.0.1 in this instance"},
+				{Name: "port", Kind: workload.Int, Default: "11111", Min: 1, Max: 65535, Help: "server port"},
+				{Name: "tcp", Kind: workload.Bool, Default: "true", Help: "TCP (false: UDP)"},
+				{Name: "msg-size", Kind: workload.Int, Default: "64", Min: 12, Max: 65000, Help: "message size in bytes"},
+				durationParam("10s"),
+			},
+			Check:   checkServer,
+			Agent:   runSockperf,
+			Timeout: timeout,
+		},
+	}
+}
+
+func checkFio(p workload.Params) error {
+	e := p.Str("ioengine")
+	if e == "" || strings.ContainsAny(e, " \t,=/") {
+		return fmt.Errorf("parameter ioengine=%q: want an fio engine name such as psync or libaio", e)
+	}
+	return nil
+}
+
+func checkServer(p workload.Params) error {
+	if s := p.Str("server"); strings.ContainsAny(s, " \t,/") || strings.HasPrefix(s, "-") {
+		return fmt.Errorf("parameter server=%q: want a host name or IP address", s)
+	}
+	return nil
+}
+
+func parseSysbench(out []byte) ([]sample.Metric, error) {
+	ms, err := sysbench.Parse(bytes.NewReader(out))
+	if err != nil {
+		return nil, fmt.Errorf("parsing sysbench output: %w", err)
+	}
+	return ms, nil
+}
+
+func runSysbenchCPU(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	bin, err := toolPath(sysbench.Binary)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := workload.Scratch()
+	if err != nil {
+		return nil, err
+	}
+	args := sysbench.CPU{Threads: p.Int("threads"), MaxPrime: p.Int("max-prime"), Duration: p.Duration("duration")}.Args()
+	if err := barrier(ready); err != nil {
+		return nil, err
+	}
+	out, err := runTool(ctx, dir, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	return parseSysbench(out)
+}
+
+func runSysbenchMemory(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	bin, err := toolPath(sysbench.Binary)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := workload.Scratch()
+	if err != nil {
+		return nil, err
+	}
+	args := sysbench.Memory{
+		Threads: p.Int("threads"), BlockSize: p.Size("block-size"), TotalSize: p.Size("total-size"),
+		Oper: p.Str("oper"), Access: p.Str("access"), Duration: p.Duration("duration"),
+	}.Args()
+	if err := barrier(ready); err != nil {
+		return nil, err
+	}
+	out, err := runTool(ctx, dir, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	return parseSysbench(out)
+}
+
+func runSysbenchFileIO(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	bin, err := toolPath(sysbench.Binary)
+	if err != nil {
+		return nil, err
+	}
+	scratch, err := workload.Scratch()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(scratch, "sysbench-fileio-")
+	if err != nil {
+		return nil, fmt.Errorf("sysbench fileio: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	f := sysbench.FileIO{
+		Threads: p.Int("threads"), BlockSize: p.Size("block-size"), TotalSize: p.Size("total-size"),
+		Files: p.Int("files"), Mode: p.Str("mode"), Direct: p.Bool("direct"), Duration: p.Duration("duration"),
+	}
+	if _, err := runTool(ctx, dir, bin, f.Args("prepare")...); err != nil {
+		return nil, fmt.Errorf("sysbench fileio prepare: %w", err)
+	}
+	if err := barrier(ready); err != nil {
+		return nil, err
+	}
+	out, err := runTool(ctx, dir, bin, f.Args("run")...)
+	if err != nil {
+		return nil, err
+	}
+	return parseSysbench(out)
+}
+
+func runFio(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	bin, err := toolPath(fio.Binary)
+	if err != nil {
+		return nil, err
+	}
+	scratch, err := workload.Scratch()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(scratch, "fio-")
+	if err != nil {
+		return nil, fmt.Errorf("fio: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	job := fio.Job{
+		Name: "isobench", Directory: dir, Pattern: p.Str("pattern"), BS: p.Size("bs"), Size: p.Size("size"),
+		Direct: p.Bool("direct"), IODepth: p.Int("iodepth"), Jobs: p.Int("jobs"),
+		Duration: p.Duration("duration"), IOEngine: p.Str("ioengine"),
+	}
+	if _, err := runTool(ctx, dir, bin, job.CreateArgs()...); err != nil {
+		return nil, fmt.Errorf("fio layout: %w", err)
+	}
+	if err := barrier(ready); err != nil {
+		return nil, err
+	}
+	out, err := runTool(ctx, dir, bin, job.Args()...)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := fio.Parse(bytes.NewReader(out))
+	if err != nil {
+		return nil, fmt.Errorf("parsing fio output: %w", err)
+	}
+	return ms, nil
+}
+
+func runIperf3(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	bin, err := toolPath(iperf3.Binary)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := workload.Scratch()
+	if err != nil {
+		return nil, err
+	}
+	host, port := p.Str("server"), p.Int("port")
+	if host == "" {
+		host = "127.0.0.1"
+		srv, err := startServer(ctx, bin, iperf3.Server{Bind: host, Port: port}.Args(), tcpListening(port))
+		if err != nil {
+			return nil, err
+		}
+		defer srv.stop()
+	}
+	args := iperf3.Client{
+		Server: host, Port: port, Duration: p.Duration("duration"), Parallel: p.Int("parallel"),
+		Reverse: p.Bool("reverse"), UDP: p.Bool("udp"), Bitrate: int64(p.Int("bitrate")),
+	}.Args()
+	if err := barrier(ready); err != nil {
+		return nil, err
+	}
+	// iperf3 -J reports failures inside the JSON (with exit status 0 or 1),
+	// so its own message is preferred to the bare exit status.
+	out, runErr := runTool(ctx, dir, bin, args...)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	ms, err := iperf3.Parse(bytes.NewReader(out))
+	if err != nil {
+		if runErr != nil && len(bytes.TrimSpace(out)) == 0 {
+			return nil, runErr
+		}
+		return nil, fmt.Errorf("iperf3 client to %s: %w", hostPort(host, port), err)
+	}
+	if runErr != nil {
+		return nil, runErr
+	}
+	return ms, nil
+}
+
+func runSockperf(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	bin, err := toolPath(sockperf.Binary)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := workload.Scratch()
+	if err != nil {
+		return nil, err
+	}
+	host, port, tcp := p.Str("server"), p.Int("port"), p.Bool("tcp")
+	if host == "" {
+		host = "127.0.0.1"
+		probe := udpBound(port)
+		if tcp {
+			probe = tcpListening(port)
+		}
+		srv, err := startServer(ctx, bin, sockperf.Server{Bind: host, Port: port, TCP: tcp}.Args(), probe)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.stop()
+	}
+	args := sockperf.PingPong{Server: host, Port: port, TCP: tcp, Duration: p.Duration("duration"), MsgSize: p.Int("msg-size")}.Args()
+	if err := barrier(ready); err != nil {
+		return nil, err
+	}
+	out, err := runTool(ctx, dir, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := sockperf.Parse(bytes.NewReader(out))
+	if err != nil {
+		return nil, fmt.Errorf("parsing sockperf output: %w", err)
+	}
+	return ms, nil
+}
