@@ -9,6 +9,7 @@ import (
 	"github.com/isobench/isobench/internal/platform/native"
 	"github.com/isobench/isobench/internal/workload"
 	"github.com/isobench/isobench/internal/workload/cpu"
+	"github.com/isobench/isobench/internal/workload/fsbench"
 	"github.com/isobench/isobench/internal/workload/startup"
 )
 
@@ -24,6 +25,7 @@ func Workloads() workload.Registry {
 	r, err := workload.NewRegistry(
 		cpu.Def,
 		startup.Def,
+		fsbench.Def,
 	)
 	if err != nil {
 		// The list above is fixed at compile time; a duplicate is a

@@ -74,6 +74,10 @@ type Def struct {
 	Name   string
 	Help   string
 	Params []Param
+	// Derive, when set, gives values for parameters left empty whose
+	// defaults depend on other parameters (e.g. a personality's file count),
+	// so stored samples carry the values that really ran.
+	Derive func(Params) map[string]string
 	// Check validates combinations of parameters beyond each one's own rule.
 	Check func(Params) error
 	// Exactly one of Agent and Host is set.
@@ -111,6 +115,13 @@ func (d Def) Resolve(raw map[string]string) (Params, error) {
 		}
 	}
 	ps := Params{vals: vals}
+	if d.Derive != nil {
+		for k, v := range d.Derive(ps) {
+			if cur, ok := vals[k]; ok && cur == "" {
+				vals[k] = v
+			}
+		}
+	}
 	if d.Check != nil {
 		if err := d.Check(ps); err != nil {
 			return Params{}, fmt.Errorf("workload %s: %w", d.Name, err)

@@ -65,6 +65,7 @@ var Def = workload.Def{
 		"(fileserver 10000/20/128k/50, webserver 1000/20/16k/100, varmail 1000/1000000/16k/16, randomfileaccess 10000/20/random/5; " +
 		"iosize 1m and meanappendsize 16k everywhere except randomfileaccess, whose reads use FileBench's $rdiosize table " +
 		"(85% 8k, 15% 8k-64k) and whose appends draw their bound from a gamma of mean meanappendsize, min 512, as $wrtiosize)",
+	Derive: derive,
 	Params: []workload.Param{
 		{Name: "personality", Kind: workload.Enum, Default: FileServer, Enum: []string{FileServer, WebServer, VarMail, RandomFileAccess},
 			Help: "FileBench personality whose filesets and flowops to run"},
@@ -427,4 +428,21 @@ func summarize(flow []flowop, threads []*thread, elapsed time.Duration) ([]sampl
 		}
 	}
 	return m, nil
+}
+
+// derive fills the personality's defaults into parameters left empty, so
+// the stored parameter string says what really ran.
+func derive(p workload.Params) map[string]string {
+	per, ok := personalities[p.Str("personality")]
+	if !ok {
+		return nil
+	}
+	return map[string]string{
+		"nfiles":         strconv.Itoa(per.nfiles),
+		"meandirwidth":   strconv.Itoa(per.dirwidth),
+		"meanfilesize":   per.filesize,
+		"nthreads":       strconv.Itoa(per.nthreads),
+		"iosize":         per.iosize,
+		"meanappendsize": per.appendsize,
+	}
 }

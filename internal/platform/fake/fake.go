@@ -1,0 +1,185 @@
+// Package fake is an in-process platform for unit-testing the runner,
+// statistics and CLI. Exec of "{agent} agent ..." calls the agent's Main
+// directly. It proves nothing about real isolation and is never
+// registered as a user-visible platform.
+package fake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/isobench/isobench/internal/agent"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// Platform records what happened to its instances.
+type Platform struct {
+	Label     string
+	Workloads workload.Registry
+	// CreateErr, when set, fails Create.
+	CreateErr error
+	// CreateDelay delays every Create.
+	CreateDelay time.Duration
+
+	mu      sync.Mutex
+	Log     []string // "create NAME", "exec NAME WORKLOAD", "close NAME", in order
+	open    map[string]bool
+	created int
+}
+
+// Name implements platform.Platform.
+func (p *Platform) Name() string { return "fake" }
+
+// Available implements platform.Platform.
+func (p *Platform) Available(context.Context) error { return nil }
+
+// Facts implements platform.Platform.
+func (p *Platform) Facts(context.Context) map[string]string { return map[string]string{"fake": p.Label} }
+
+// Close implements platform.Platform.
+func (p *Platform) Close(context.Context) error { return nil }
+
+func (p *Platform) log(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Log = append(p.Log, s)
+}
+
+// Open lists instances not yet closed.
+func (p *Platform) Open() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for n, ok := range p.open {
+		if ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Created counts instances ever created.
+func (p *Platform) Created() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.created
+}
+
+// Create implements platform.Platform.
+func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instance, error) {
+	if p.CreateDelay > 0 {
+		select {
+		case <-time.After(p.CreateDelay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if p.CreateErr != nil {
+		return nil, p.CreateErr
+	}
+	p.mu.Lock()
+	if p.open == nil {
+		p.open = map[string]bool{}
+	}
+	p.open[s.Name] = true
+	p.created++
+	p.mu.Unlock()
+	p.log("create " + p.Label + " " + s.Name)
+	in := &Instance{p: p, name: s.Name, done: make(chan struct{})}
+	if s.Phase != nil {
+		s.Phase("created", time.Now())
+		s.Phase("started", time.Now())
+	}
+	if len(s.Main) > 0 {
+		go func() {
+			in.code = agent.Main(context.Background(), p.Workloads, s.Main[2:], nil, orDiscard(s.MainStdout), io.Discard)
+			in.closeDone()
+		}()
+	}
+	return in, nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// Instance is a fake instance.
+type Instance struct {
+	p    *Platform
+	name string
+	once sync.Once
+	done chan struct{}
+	code int
+}
+
+func (in *Instance) closeDone() { in.once.Do(func() { close(in.done) }) }
+
+// ID implements platform.Instance.
+func (in *Instance) ID() string { return in.name }
+
+// Exec runs "{agent} agent ..." in-process; anything else fails.
+func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
+	if len(argv) < 2 || argv[0] != platform.AgentPlaceholder || argv[1] != "agent" {
+		return fmt.Errorf("fake: can only run the agent, not %q", argv)
+	}
+	if len(argv) > 3 {
+		in.p.log("exec " + in.p.Label + " " + in.name + " " + argv[3])
+	}
+	stdin := stdio.Stdin
+	if stdin == nil {
+		stdin = eofReader{}
+	}
+	code := agent.Main(ctx, in.p.Workloads, argv[2:], stdin, orDiscard(stdio.Stdout), orDiscard(stdio.Stderr))
+	if code != 0 {
+		return &platform.ExitError{Code: code, Argv: argv}
+	}
+	return nil
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// CopyIn is not supported.
+func (in *Instance) CopyIn(context.Context, string, string, uint32) error {
+	return errors.New("fake: copy in is not supported")
+}
+
+// Address implements platform.Instance.
+func (in *Instance) Address(context.Context) (string, error) { return "127.0.0.1", nil }
+
+// Facts implements platform.Instance.
+func (in *Instance) Facts(context.Context) map[string]string {
+	return map[string]string{"network": "fake"}
+}
+
+// Wait implements platform.Instance.
+func (in *Instance) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-in.done:
+		return in.code, nil
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+}
+
+// Close implements platform.Instance.
+func (in *Instance) Close(context.Context) error {
+	in.p.mu.Lock()
+	wasOpen := in.p.open[in.name]
+	in.p.open[in.name] = false
+	in.p.mu.Unlock()
+	if wasOpen {
+		in.p.log("close " + in.p.Label + " " + in.name)
+	}
+	in.closeDone()
+	return nil
+}

@@ -1,0 +1,370 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/isobench/isobench/internal/platform/fake"
+	"github.com/isobench/isobench/internal/runner"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/cpu"
+)
+
+type memSink struct {
+	mu      sync.Mutex
+	batches [][]sample.Sample
+}
+
+func (m *memSink) Add(_ context.Context, s []sample.Sample) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.batches = append(m.batches, s)
+	return nil
+}
+
+func (m *memSink) all() []sample.Sample {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []sample.Sample
+	for _, b := range m.batches {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// barrierProbe records, in-process, when each instance finished setup and
+// when it was released, to prove nobody starts before everyone is ready.
+type barrierProbe struct {
+	mu       sync.Mutex
+	ready    []time.Time
+	released []time.Time
+	n        int
+}
+
+func (b *barrierProbe) def() workload.Def {
+	return workload.Def{
+		Name: "probe",
+		Params: []workload.Param{
+			{Name: "fail", Kind: workload.Bool, Default: "false"},
+			{Name: "hang", Kind: workload.Bool, Default: "false"},
+		},
+		Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+			b.mu.Lock()
+			b.n++
+			setup := time.Duration(b.n%3) * 30 * time.Millisecond // uneven setup times
+			b.mu.Unlock()
+			time.Sleep(setup)
+			if p.Bool("fail") {
+				return nil, errors.New("planted failure")
+			}
+			b.mu.Lock()
+			b.ready = append(b.ready, time.Now())
+			b.mu.Unlock()
+			if err := ready(); err != nil {
+				return nil, err
+			}
+			b.mu.Lock()
+			b.released = append(b.released, time.Now())
+			b.mu.Unlock()
+			if p.Bool("hang") {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return []sample.Metric{
+				{Name: "ops", Value: 10, Unit: "ops/s", Better: sample.Higher, Agg: sample.Sum},
+				{Name: "lat", Value: 2, Unit: "ms", Better: sample.Lower, Agg: sample.Max},
+			}, nil
+		},
+	}
+}
+
+func setup(t *testing.T, defs ...workload.Def) (workload.Registry, *fake.Platform, *fake.Platform) {
+	t.Helper()
+	reg, err := workload.NewRegistry(defs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, &fake.Platform{Label: "A", Workloads: reg}, &fake.Platform{Label: "B", Workloads: reg}
+}
+
+func job(t *testing.T, reg workload.Registry, name string, raw map[string]string) runner.Job {
+	t.Helper()
+	d, err := reg.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.Resolve(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runner.Job{Def: d, Params: p}
+}
+
+func TestInterleavesPlatformsAndStoresEveryRep(t *testing.T) {
+	probe := &barrierProbe{}
+	reg, a, b := setup(t, probe.def())
+	sink := &memSink{}
+	r := &runner.Runner{Sink: sink, RunID: 7}
+	plan := runner.Plan{
+		Targets:   []runner.Target{{Label: "a", Name: "a", Platform: a}, {Label: "b", Name: "b", Platform: b}},
+		Jobs:      []runner.Job{job(t, reg, "probe", nil)},
+		Instances: []int{1, 2},
+		Reps:      3,
+		Warmup:    1,
+	}
+	if err := r.Run(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	// The order in which the two platforms got work: it must alternate.
+	var order []string
+	merged := mergeLogs(a, b)
+	for _, l := range merged {
+		if strings.HasPrefix(l.text, "create ") {
+			order = append(order, strings.Fields(l.text)[1])
+		}
+	}
+	// per cell: (warmup+reps) rounds of A then B, each creating n instances
+	want := strings.Repeat("A B ", 4) + strings.Repeat("A A B B ", 4)
+	if got := strings.Join(order, " ") + " "; got != want {
+		t.Fatalf("platform order\n got %s\nwant %s", got, want)
+	}
+	if len(a.Open())+len(b.Open()) != 0 {
+		t.Fatalf("instances left open: %v %v", a.Open(), b.Open())
+	}
+	// One batch per repetition, handed over as soon as it finished.
+	if len(sink.batches) != 2*(4+4) {
+		t.Fatalf("got %d batches, want 16", len(sink.batches))
+	}
+	count := map[string]int{}
+	for _, s := range sink.all() {
+		if s.RunID != 7 || s.Platform == "" || s.Workload != "probe" || s.Params == "" {
+			t.Fatalf("sample missing provenance: %+v", s)
+		}
+		key := s.Platform + " " + s.Metric + " " + itoa(s.Instances) + " " + itoa(s.Instance)
+		if !s.Warmup {
+			count[key]++
+		}
+		if s.Warmup && s.Rep != 0 {
+			t.Fatalf("warm-up rep numbered %d", s.Rep)
+		}
+		if s.Metric == "ops" && s.Instance == sample.AggregateInstance && s.Value != 10*float64(s.Instances) {
+			t.Fatalf("aggregate of a sum metric: got %v for %d instances", s.Value, s.Instances)
+		}
+		if s.Metric == "lat" && s.Instance == sample.AggregateInstance && s.Value != 2 {
+			t.Fatalf("aggregate of a max metric: got %v", s.Value)
+		}
+	}
+	for _, k := range []string{"a ops 1 0", "a ops 1 -1", "b ops 2 0", "b ops 2 1", "b ops 2 -1", "a barrier_skew_ms 2 -1"} {
+		if count[k] != 3 {
+			t.Errorf("%s: %d measured samples, want 3", k, count[k])
+		}
+	}
+	if count["a barrier_skew_ms 1 -1"] != 0 {
+		t.Errorf("skew recorded for a single instance")
+	}
+}
+
+func itoa(i int) string {
+	if i < 0 {
+		return "-" + itoa(-i)
+	}
+	return string(rune('0' + i))
+}
+
+type logLine struct {
+	idx  int
+	text string
+}
+
+// mergeLogs interleaves two platforms' logs by the global creation order,
+// using instance names (which carry a global sequence number).
+func mergeLogs(ps ...*fake.Platform) []logLine {
+	var out []logLine
+	for _, p := range ps {
+		for _, l := range p.Log {
+			f := strings.Fields(l)
+			name := f[len(f)-1]
+			if f[0] == "exec" {
+				name = f[2]
+			}
+			seq := name[strings.LastIndex(name, "-")+1:]
+			n := 0
+			for _, c := range seq {
+				n = n*10 + int(c-'0')
+			}
+			out = append(out, logLine{n, l})
+		}
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].idx < out[j-1].idx; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+func TestBarrierReleasesOnlyWhenAllAreReady(t *testing.T) {
+	probe := &barrierProbe{}
+	reg, a, _ := setup(t, probe.def())
+	r := &runner.Runner{Sink: &memSink{}, RunID: 1}
+	plan := runner.Plan{Targets: []runner.Target{{Label: "a", Name: "a", Platform: a}}, Jobs: []runner.Job{job(t, reg, "probe", nil)}, Instances: []int{4}, Reps: 2}
+	if err := r.Run(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	if len(probe.ready) != 8 || len(probe.released) != 8 {
+		t.Fatalf("ready %d released %d, want 8 each", len(probe.ready), len(probe.released))
+	}
+	for rep := 0; rep < 2; rep++ {
+		lastReady := time.Time{}
+		for _, t0 := range probe.ready[rep*4 : rep*4+4] {
+			if t0.After(lastReady) {
+				lastReady = t0
+			}
+		}
+		for i, rel := range probe.released[rep*4 : rep*4+4] {
+			if rel.Before(lastReady) {
+				t.Errorf("rep %d: instance %d released before the last instance was ready", rep, i)
+			}
+		}
+	}
+}
+
+func TestFailureClosesInstancesAndKeepsFinishedSamples(t *testing.T) {
+	probe := &barrierProbe{}
+	reg, a, b := setup(t, probe.def())
+	sink := &memSink{}
+	r := &runner.Runner{Sink: sink, RunID: 1}
+	plan := runner.Plan{
+		Targets:   []runner.Target{{Label: "a", Name: "a", Platform: a}, {Label: "b", Name: "b", Platform: b}},
+		Jobs:      []runner.Job{job(t, reg, "probe", nil), job(t, reg, "probe", map[string]string{"fail": "true"})},
+		Instances: []int{2},
+		Reps:      2,
+	}
+	err := r.Run(context.Background(), plan)
+	if err == nil || !strings.Contains(err.Error(), "planted failure") {
+		t.Fatalf("want the planted failure, got %v", err)
+	}
+	if len(a.Open())+len(b.Open()) != 0 {
+		t.Fatalf("instances left open: %v %v", a.Open(), b.Open())
+	}
+	if len(sink.batches) != 4 {
+		t.Fatalf("finished repetitions: %d batches kept, want 4", len(sink.batches))
+	}
+}
+
+func TestCancelStopsPromptlyAndCleansUp(t *testing.T) {
+	probe := &barrierProbe{}
+	reg, a, _ := setup(t, probe.def())
+	sink := &memSink{}
+	r := &runner.Runner{Sink: sink, RunID: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			time.Sleep(10 * time.Millisecond)
+			probe.mu.Lock()
+			n := len(probe.released)
+			probe.mu.Unlock()
+			if n >= 6 { // the first rep finished, the second is hanging
+				cancel()
+				return
+			}
+		}
+	}()
+	plan := runner.Plan{Targets: []runner.Target{{Label: "a", Name: "a", Platform: a}},
+		Jobs: []runner.Job{job(t, reg, "probe", nil), job(t, reg, "probe", map[string]string{"hang": "true"})}, Instances: []int{3}, Reps: 1}
+	start := time.Now()
+	err := r.Run(ctx, plan)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Fatalf("cancel took %v", time.Since(start))
+	}
+	if open := a.Open(); len(open) != 0 {
+		t.Fatalf("instances left open after cancel: %v", open)
+	}
+	if len(sink.batches) != 1 {
+		t.Fatalf("kept %d batches, want the 1 finished", len(sink.batches))
+	}
+}
+
+func TestCreateErrorClosesTheOthers(t *testing.T) {
+	reg, a, _ := setup(t, cpu.Def)
+	a.CreateErr = errors.New("engine down")
+	r := &runner.Runner{Sink: &memSink{}, RunID: 1}
+	plan := runner.Plan{Targets: []runner.Target{{Label: "a", Name: "a", Platform: a}}, Jobs: []runner.Job{job(t, reg, "cpu", map[string]string{"duration": "50ms"})}, Instances: []int{3}, Reps: 1}
+	if err := r.Run(context.Background(), plan); err == nil || !strings.Contains(err.Error(), "engine down") {
+		t.Fatalf("want engine down, got %v", err)
+	}
+}
+
+func TestRealCPUWorkloadThroughAgentProtocol(t *testing.T) {
+	reg, a, _ := setup(t, cpu.Def)
+	sink := &memSink{}
+	r := &runner.Runner{Sink: sink, RunID: 1}
+	plan := runner.Plan{Targets: []runner.Target{{Label: "a", Name: "a", Platform: a}},
+		Jobs: []runner.Job{job(t, reg, "cpu", map[string]string{"duration": "100ms", "max-prime": "2000"})}, Instances: []int{2}, Reps: 1}
+	if err := r.Run(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, s := range sink.all() {
+		if s.Metric == "events_per_sec" {
+			seen++
+			if s.Value <= 0 || s.Unit != "events/s" || s.Better != sample.Higher {
+				t.Fatalf("implausible cpu sample %+v", s)
+			}
+		}
+	}
+	if seen != 3 {
+		t.Fatalf("%d events_per_sec samples, want 2 instances + aggregate", seen)
+	}
+}
+
+func TestStopRuleEndsACellEarly(t *testing.T) {
+	probe := &barrierProbe{}
+	reg, a, _ := setup(t, probe.def())
+	sink := &memSink{}
+	calls := 0
+	r := &runner.Runner{Sink: sink, RunID: 1}
+	plan := runner.Plan{Targets: []runner.Target{{Label: "a", Name: "a", Platform: a}}, Jobs: []runner.Job{job(t, reg, "probe", nil)}, Instances: []int{1}, Reps: 10,
+		Auto: func(c runner.Cell, per map[string][]float64) (bool, string) {
+			calls++
+			return len(per["a"]) >= 4, "enough"
+		}}
+	if err := r.Run(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	if a.Created() != 4 {
+		t.Fatalf("ran %d repetitions, want 4 (the rule said stop after 4)", a.Created())
+	}
+}
+
+func TestPlanValidation(t *testing.T) {
+	reg, a, _ := setup(t, cpu.Def)
+	good := runner.Plan{Targets: []runner.Target{{Label: "a", Platform: a}}, Jobs: []runner.Job{job(t, reg, "cpu", nil)}, Instances: []int{1}, Reps: 1}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := []func(p *runner.Plan){
+		func(p *runner.Plan) { p.Targets = nil },
+		func(p *runner.Plan) { p.Jobs = nil },
+		func(p *runner.Plan) { p.Instances = nil },
+		func(p *runner.Plan) { p.Reps = 0 },
+		func(p *runner.Plan) { p.Warmup = -1 },
+		func(p *runner.Plan) { p.Targets = append(p.Targets, p.Targets[0]) },
+	}
+	for i, mutate := range bad {
+		p := good
+		p.Targets = append([]runner.Target(nil), good.Targets...)
+		mutate(&p)
+		if err := p.Validate(); err == nil {
+			t.Errorf("case %d: invalid plan accepted", i)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package spec
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	s, err := Parse("docker:cpus=1,memory=2g,network=host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "docker" || s.Params["cpus"] != "1" || s.Params["memory"] != "2g" || s.Params["network"] != "host" {
+		t.Fatalf("%+v", s)
+	}
+	if got := s.String(); got != "docker:cpus=1,memory=2g,network=host" {
+		t.Fatalf("canonical form %q", got)
+	}
+	tool, err := Parse("tool:fio:bs=4k")
+	if err != nil || tool.Name != "tool:fio" || tool.Params["bs"] != "4k" {
+		t.Fatalf("tool spec: %+v %v", tool, err)
+	}
+	plain, err := Parse(" cpu ")
+	if err != nil || plain.Name != "cpu" || len(plain.Params) != 0 {
+		t.Fatalf("plain: %+v %v", plain, err)
+	}
+	for _, bad := range []string{"", ":a=1", "cpu:threads", "cpu:a=1,a=2", "cp u", "cpu:=3"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestSizesAndDurations(t *testing.T) {
+	cases := map[string]int64{"4096": 4096, "4k": 4096, "4KiB": 4096, "1m": 1 << 20, "2g": 2 << 30, "1GB": 1 << 30, "0.5k": 512}
+	for in, want := range cases {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "k", "-1", "ten"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+	if d, err := ParseDuration("10"); err != nil || d != 10*time.Second {
+		t.Errorf("bare seconds: %v %v", d, err)
+	}
+	if d, err := ParseDuration("500ms"); err != nil || d != 500*time.Millisecond {
+		t.Errorf("500ms: %v %v", d, err)
+	}
+	if _, err := ParseDuration("-3s"); err == nil {
+		t.Error("negative duration accepted")
+	}
+	if n, err := ParseInts("1, 2,4", 1); err != nil || len(n) != 3 || n[2] != 4 {
+		t.Errorf("ParseInts: %v %v", n, err)
+	}
+	if _, err := ParseInts("1,0", 1); err == nil {
+		t.Error("0 instances accepted")
+	}
+}
