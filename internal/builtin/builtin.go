@@ -6,27 +6,40 @@ import (
 	"fmt"
 
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/docker"
 	"github.com/isobench/isobench/internal/platform/native"
 	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/blockio"
 	"github.com/isobench/isobench/internal/workload/cpu"
+	"github.com/isobench/isobench/internal/workload/disk"
 	"github.com/isobench/isobench/internal/workload/fsbench"
+	"github.com/isobench/isobench/internal/workload/memory"
 	"github.com/isobench/isobench/internal/workload/startup"
+	"github.com/isobench/isobench/internal/workload/stream"
+	"github.com/isobench/isobench/internal/workload/tooladapt"
 )
 
 // Platforms returns the registry of every platform.
 func Platforms() platform.Registry {
 	return platform.NewRegistry(
 		native.Factory,
+		docker.Factory,
 	)
 }
 
 // Workloads returns the registry of every workload.
 func Workloads() workload.Registry {
-	r, err := workload.NewRegistry(
+	defs := []workload.Def{
 		cpu.Def,
-		startup.Def,
+		memory.Def,
+		stream.Def,
+		disk.Def,
+		blockio.Def,
 		fsbench.Def,
-	)
+		startup.Def,
+	}
+	defs = append(defs, tooladapt.Defs()...)
+	r, err := workload.NewRegistry(defs...)
 	if err != nil {
 		// The list above is fixed at compile time; a duplicate is a
 		// programming error caught by this package's test.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"strconv"
 
@@ -67,5 +66,3 @@ func loadStudy(path string) (Study, error) {
 	}
 	return st, nil
 }
-
-func (s Study) String() string { return fmt.Sprintf("%+v", s) }

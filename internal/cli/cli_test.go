@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/isobench/isobench/internal/builtin"
+)
+
+// agentBin is a real static isobench binary, built once for the tests:
+// native instances run it as the agent.
+var agentBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "isobench-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	agentBin = filepath.Join(dir, "isobench")
+	cmd := exec.Command("go", "build", "-o", agentBin, "github.com/isobench/isobench/cmd/isobench")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func newTestState(t *testing.T) (*State, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	state := t.TempDir()
+	return &State{
+		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+		Getenv: func(k string) string {
+			if k == "ISOBENCH_STATE" {
+				return state
+			}
+			return ""
+		},
+		Executable: agentBin,
+		Platforms:  builtin.Platforms(), Workloads: builtin.Workloads(),
+	}, &out, &errb
+}
+
+func TestBadInputIsOneLineExit2AndStartsNothing(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("platforms: [native]\nworkloads: [cpu]\nrepz: 3\n"), 0o644)
+	notYAML := filepath.Join(dir, "broken.yaml")
+	os.WriteFile(notYAML, []byte("platforms: [native\n"), 0o644)
+	cases := map[string][]string{
+		"unknown platform":  {"run", "--platform", "vmware", "--workload", "cpu"},
+		"unknown workload":  {"run", "--platform", "native", "--workload", "prime95"},
+		"unknown parameter": {"run", "--platform", "native", "--workload", "cpu:primes=3"},
+		"impossible param":  {"run", "--platform", "native", "--workload", "cpu:threads=0"},
+		"bad instances":     {"run", "--platform", "native", "--workload", "cpu", "--instances", "0"},
+		"bad reps":          {"run", "--platform", "native", "--workload", "cpu", "--reps", "many"},
+		"bad option":        {"run", "--platform", "native:network=bridge", "--workload", "cpu"},
+		"bad baseline":      {"run", "--platform", "native", "--workload", "cpu", "--baseline", "docker"},
+		"unknown key":       {"run", bad},
+		"malformed yaml":    {"run", notYAML},
+		"missing study":     {"run", filepath.Join(dir, "nope.yaml")},
+		"no platform":       {"run", "--workload", "cpu"},
+		"unknown command":   {"frobnicate"},
+		"results no db":     {"results", "--db", filepath.Join(dir, "none.db")},
+		"results format":    {"results", "--format", "xml"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			st, out, errb := newTestState(t)
+			wd, _ := os.Getwd()
+			os.Chdir(dir)
+			code := Main(context.Background(), st, args)
+			os.Chdir(wd)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d; stderr %q", code, ExitUsage, errb.String())
+			}
+			lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "isobench: ") {
+				t.Fatalf("want one 'isobench: ...' line, got %q", errb.String())
+			}
+			if out.Len() != 0 {
+				t.Fatalf("stdout not empty: %q", out.String())
+			}
+			if _, err := os.Stat(filepath.Join(dir, "isobench.db")); err == nil {
+				t.Fatal("bad input created a store")
+			}
+			if leftovers, _ := filepath.Glob(filepath.Join(os.TempDir(), "isobench-native", "*")); len(leftovers) > 0 {
+				t.Fatalf("native instances left behind: %v", leftovers)
+			}
+		})
+	}
+}
+
+func TestRunNativeThenResultsAndReport(t *testing.T) {
+	st, out, errb := newTestState(t)
+	db := filepath.Join(t.TempDir(), "x.db")
+	code := Main(context.Background(), st, []string{"run", "--platform", "native", "--platform", "native:cpus=1",
+		"--workload", "cpu:duration=200ms,max-prime=2000", "--workload", "startup", "--instances", "1,2", "--reps", "3", "--db", db})
+	if code != 0 {
+		t.Fatalf("run exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"events_per_sec", "startup_ms", "native:cpus=1", "baseline"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("run table lacks %q:\n%s", want, out.String())
+		}
+	}
+	st, out, errb = newTestState(t)
+	if code := Main(context.Background(), st, []string{"results", "--db", db, "--format", "jsonl"}); code != 0 {
+		t.Fatalf("results exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	platforms := map[string]bool{}
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if got := strings.Join(keys, ","); got != "better,instance,instances,metric,options,params,platform,rep,unit,value,warmup,workload" {
+			t.Fatalf("jsonl keys %s", got)
+		}
+		platforms[m["platform"].(string)+":"+m["options"].(string)] = true
+	}
+	if !platforms["native:"] || !platforms["native:cpus=1"] {
+		t.Fatalf("platforms in results: %v", platforms)
+	}
+	for _, format := range []string{"csv", "markdown", "json", "table"} {
+		st, out, errb = newTestState(t)
+		if code := Main(context.Background(), st, []string{"report", "--db", db, "--format", format}); code != 0 || out.Len() == 0 {
+			t.Fatalf("report %s: exit %d %s", format, code, errb.String())
+		}
+	}
+	st, out, _ = newTestState(t)
+	Main(context.Background(), st, []string{"report", "--db", db, "--format", "json"})
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var c map[string]any
+		json.Unmarshal([]byte(l), &c)
+		for _, k := range []string{"platform", "options", "workload", "params", "instances", "metric", "unit", "better", "n", "median", "stdev", "cv", "ci_low", "ci_high", "baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"} {
+			if _, ok := c[k]; !ok {
+				t.Fatalf("json cell lacks %q: %s", k, l)
+			}
+		}
+	}
+	st, out, errb = newTestState(t)
+	if code := Main(context.Background(), st, []string{"compare", db, db}); code != 0 || !strings.Contains(out.String(), "no detectable difference") {
+		t.Fatalf("compare a store with itself: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+}
+
+func TestStudyFileEqualsFlags(t *testing.T) {
+	dir := t.TempDir()
+	study := filepath.Join(dir, "s.yaml")
+	os.WriteFile(study, []byte("platforms: [native]\nworkloads: [\"cpu:duration=100ms,max-prime=1000\"]\ninstances: [1]\nreps: 2\nwarmup: 1\n"), 0o644)
+	st, out, errb := newTestState(t)
+	db := filepath.Join(dir, "s.db")
+	if code := Main(context.Background(), st, []string{"run", study, "--db", db}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "events_per_sec") {
+		t.Fatalf("no table: %s", out.String())
+	}
+	st, out, _ = newTestState(t)
+	Main(context.Background(), st, []string{"results", "--db", db, "--warmup"})
+	warm, measured := 0, 0
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.Contains(l, `"metric":"events_per_sec"`) && strings.Contains(l, `"instance":0`) {
+			if strings.Contains(l, `"warmup":true`) {
+				warm++
+			} else {
+				measured++
+			}
+		}
+	}
+	if warm != 1 || measured != 2 {
+		t.Fatalf("warm-up %d measured %d, want 1 and 2", warm, measured)
+	}
+}
