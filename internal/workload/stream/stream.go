@@ -142,10 +142,6 @@ func availableMemory() (avail int64, ok bool) {
 // Kernels. Each works on slices of equal length; the re-slicing lets the
 // compiler drop bounds checks inside the loops.
 
-// Copy is c = a (the Go runtime's memmove, as C compilers turn the STREAM
-// copy loop into memcpy).
-func Copy(c, a []float64) { copy(c, a) }
-
 // Scale is b = s*c.
 func Scale(b, c []float64, s float64) {
 	b = b[:len(c)]
@@ -304,3 +300,7 @@ func validate(a, b, c []float64, parts [][2]int, passes int) error {
 	}
 	return nil
 }
+
+// ntBlock is how many bytes the amd64 non-temporal copy moves per step:
+// four 4 KiB pages.
+const ntBlock = 16384

@@ -171,3 +171,28 @@ func TestManual(t *testing.T) {
 		t.Logf("%s %.1f %s", m.Name, m.Value, m.Unit)
 	}
 }
+
+func TestCopyMatchesBuiltin(t *testing.T) {
+	const n = 3*ntBlock/8 + 1000
+	src := make([]float64, n)
+	for i := range src {
+		src[i] = float64(i)*1.5 + 0.25
+	}
+	// Offsets move the destination off page boundaries; lengths cover
+	// below, at and above the size the non-temporal path starts at.
+	for _, off := range []int{0, 1, 7, 513} {
+		for _, ln := range []int{0, 1, 100, 2*ntBlock/8 - 1, 2 * ntBlock / 8, 2*ntBlock/8 + 3, n - 513} {
+			dst := make([]float64, n)
+			Copy(dst[off:off+ln], src[off:off+ln])
+			for i := range dst {
+				want := 0.0
+				if i >= off && i < off+ln {
+					want = src[i]
+				}
+				if dst[i] != want {
+					t.Fatalf("off %d len %d: dst[%d] = %v, want %v", off, ln, i, dst[i], want)
+				}
+			}
+		}
+	}
+}
