@@ -149,7 +149,7 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	case runErr != nil:
 		status = "failed"
 	}
-	if err := s.EndRun(context.WithoutCancel(ctx), runID, status); err != nil {
+	if err := s.EndRun(context.WithoutCancel(ctx), runID, status, runErr); err != nil {
 		return errors.Join(runErr, err)
 	}
 	samples, err := s.Samples(context.WithoutCancel(ctx), store.Filter{RunID: runID, NoWarmup: true})

@@ -23,7 +23,8 @@ CREATE TABLE IF NOT EXISTS runs (
   finished    TEXT,
   status      TEXT NOT NULL DEFAULT 'running',
   study       TEXT NOT NULL DEFAULT '{}',
-  fingerprint TEXT NOT NULL DEFAULT '{}'
+  fingerprint TEXT NOT NULL DEFAULT '{}',
+  error       TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS samples (
   id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -63,6 +64,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store %s: not an isobench database or not writable: %w", path, err)
 	}
+	// stores written before the error column existed
+	db.ExecContext(ctx, `ALTER TABLE runs ADD COLUMN error TEXT NOT NULL DEFAULT ''`)
 	return &Store{db: db}, nil
 }
 
@@ -77,6 +80,7 @@ type Run struct {
 	Status      string
 	Study       json.RawMessage
 	Fingerprint map[string]string
+	Error       string // why a run failed or was interrupted
 }
 
 // BeginRun records a new run and returns its id.
@@ -97,10 +101,15 @@ func (s *Store) BeginRun(ctx context.Context, study any, fingerprint map[string]
 	return res.LastInsertId()
 }
 
-// EndRun marks a run finished with status ("done", "interrupted", "failed").
-func (s *Store) EndRun(ctx context.Context, id int64, status string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE runs SET finished=?, status=? WHERE id=?`,
-		time.Now().UTC().Format(time.RFC3339Nano), status, id)
+// EndRun marks a run finished with status ("done", "interrupted",
+// "failed") and, for the last two, the error that ended it.
+func (s *Store) EndRun(ctx context.Context, id int64, status string, cause error) error {
+	msg := ""
+	if cause != nil {
+		msg = cause.Error()
+	}
+	_, err := s.db.ExecContext(ctx, `UPDATE runs SET finished=?, status=?, error=? WHERE id=?`,
+		time.Now().UTC().Format(time.RFC3339Nano), status, msg, id)
 	if err != nil {
 		return fmt.Errorf("store: end run: %w", err)
 	}
@@ -193,7 +202,7 @@ func (s *Store) Samples(ctx context.Context, f Filter) ([]sample.Sample, error) 
 
 // Runs lists the runs, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, started, COALESCE(finished,''), status, study, fingerprint FROM runs ORDER BY id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, started, COALESCE(finished,''), status, study, fingerprint, error FROM runs ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: query runs: %w", err)
 	}
@@ -202,7 +211,7 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 	for rows.Next() {
 		var r Run
 		var started, finished, study, fp string
-		if err := rows.Scan(&r.ID, &started, &finished, &r.Status, &study, &fp); err != nil {
+		if err := rows.Scan(&r.ID, &started, &finished, &r.Status, &study, &fp, &r.Error); err != nil {
 			return nil, fmt.Errorf("store: read run: %w", err)
 		}
 		r.Started, _ = time.Parse(time.RFC3339Nano, started)

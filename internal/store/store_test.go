@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"context"
 	"path/filepath"
 	"testing"
@@ -55,11 +56,11 @@ func TestRoundTripAndSurvivesReopen(t *testing.T) {
 	if len(noWarm) != 1 {
 		t.Fatalf("NoWarmup: %d samples", len(noWarm))
 	}
-	if err := s2.EndRun(ctx, id, "done"); err != nil {
+	if err := s2.EndRun(ctx, id, "failed", errors.New("boom")); err != nil {
 		t.Fatal(err)
 	}
 	runs, _ := s2.Runs(ctx)
-	if len(runs) != 1 || runs[0].Status != "done" || runs[0].Fingerprint["kernel"] != "k" {
+	if len(runs) != 1 || runs[0].Status != "failed" || runs[0].Error != "boom" || runs[0].Fingerprint["kernel"] != "k" {
 		t.Fatalf("runs: %+v", runs)
 	}
 	id2, _ := s2.BeginRun(ctx, nil, nil)

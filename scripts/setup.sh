@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs (on Debian, as root) what isobench needs and starts the daemons
+# it uses. Idempotent: installs only what is missing, starts only what is
+# not running.
+#   scripts/setup.sh demo   what `make demo` needs (Docker, busybox)
+#   scripts/setup.sh test   what `make test` needs (every platform and tool)
+set -euo pipefail
+what=${1:-demo}
+
+demo_pkgs=(docker.io busybox-static file iproute2)
+test_pkgs=("${demo_pkgs[@]}" sysbench fio iperf3 sockperf)
+
+case "$what" in
+  demo) pkgs=("${demo_pkgs[@]}") ;;
+  test) pkgs=("${test_pkgs[@]}") ;;
+  *) echo "usage: $0 demo|test" >&2; exit 2 ;;
+esac
+
+if [ "$(id -u)" != 0 ]; then
+  echo "setup.sh: run as root (it installs Debian packages and starts dockerd)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup.sh: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "setup.sh: Go is missing: install Go 1.22 or newer (e.g. apt-get install golang-go)" >&2
+  exit 1
+fi
+
+# dockerd: start it ourselves when no init system does.
+if ! docker info >/dev/null 2>&1; then
+  echo "setup.sh: starting dockerd"
+  (setsid nohup dockerd >/var/log/isobench-dockerd.log 2>&1 &)
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  docker info >/dev/null 2>&1 || { echo "setup.sh: dockerd did not start; see /var/log/isobench-dockerd.log" >&2; tail -5 /var/log/isobench-dockerd.log >&2; exit 1; }
+fi
+echo "setup.sh: ready ($what)"
