@@ -51,7 +51,8 @@ type Platform struct {
 	c       *client
 	env     platform.Env
 	opts    platform.Options
-	imageMu sync.Mutex // one image build at a time
+	imageMu sync.Mutex        // one image build at a time; guards refs
+	refs    map[string]string // profile → image ref ensured by this platform
 }
 
 // New makes a docker platform. It does not contact the daemon; Available
@@ -115,8 +116,8 @@ func (p *Platform) profile(s platform.Spec) string {
 
 // Available implements platform.Platform.
 func (p *Platform) Available(ctx context.Context) error {
-	if err := p.c.doRaw(ctx, http.MethodGet, "/_ping", nil, nil, nil); err != nil {
-		return fmt.Errorf("docker engine not reachable at %s (%v): start dockerd: dockerd & (or systemctl start docker); install with apt-get install docker.io", p.c.socket, err)
+	if err := p.ping(ctx); err != nil {
+		return err
 	}
 	if _, err := p.c.serverVersion(ctx); err != nil {
 		return err
@@ -137,6 +138,14 @@ func (p *Platform) Available(ctx context.Context) error {
 	}
 	if _, err := (image.Builder{AgentBinary: p.env.AgentBinary}).Digest(p.profile(platform.Spec{})); err != nil {
 		return fmt.Errorf("docker: cannot build the image: %w", err)
+	}
+	return nil
+}
+
+// ping checks that the daemon answers, saying what to do when it does not.
+func (p *Platform) ping(ctx context.Context) error {
+	if err := p.c.doRaw(ctx, http.MethodGet, "/_ping", nil, nil, nil); err != nil {
+		return fmt.Errorf("docker engine not reachable at %s (%v): start dockerd: dockerd & (or systemctl start docker); install with apt-get install docker.io", p.c.socket, err)
 	}
 	return nil
 }
@@ -319,7 +328,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	if err != nil {
 		return nil, err
 	}
-	ref, err := p.EnsureImage(ctx, p.profile(s))
+	ref, err := p.image(ctx, p.profile(s))
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +370,17 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	}
 	q := url.Values{}
 	q.Set("name", name)
-	if err := p.c.do(ctx, http.MethodPost, "/containers/create", q, cc, &created); err != nil {
+	err = p.c.do(ctx, http.MethodPost, "/containers/create", q, cc, &created)
+	if isNotFound(err) {
+		// the cached image was removed behind our back: import it again
+		p.forgetImage(in.image)
+		if cc.Image, err = p.image(ctx, p.profile(s)); err != nil {
+			return nil, err
+		}
+		in.image = cc.Image
+		err = p.c.do(ctx, http.MethodPost, "/containers/create", q, cc, &created)
+	}
+	if err != nil {
 		var ae *apiError
 		maybeCreated = !errors.As(err, &ae)
 		return nil, fmt.Errorf("docker create %s: %w", name, err)

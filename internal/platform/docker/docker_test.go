@@ -2,11 +2,14 @@ package docker
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +19,12 @@ import (
 
 // TestConformance runs the shared platform suite against the real dockerd.
 func TestConformance(t *testing.T) {
+	// do not spend a minute building the agent when there is no daemon
+	if probe, err := NewPlatform(platform.Options{}, platform.Env{}); err != nil {
+		t.Fatal(err)
+	} else if err := probe.ping(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, "docker", err)
+	}
 	agent := conformance.BuildAgent(t)
 	state := t.TempDir()
 	var p *Platform
@@ -28,6 +37,17 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// remove the image this test imported, keep what was there and
+		// what other sessions import meanwhile
+		if before, err := p.Images(t.Context(), "minimal"); err == nil {
+			t.Cleanup(func() {
+				removed, err := p.RemoveImages(context.Background(), "minimal", keepOthers(p, before))
+				if err != nil {
+					t.Errorf("removing test images: %v", err)
+				}
+				t.Logf("removed test images %q", removed)
+			})
+		}
 		return p
 	}
 	conformance.Run(t, newPlatform, conformance.Opts{
@@ -35,30 +55,22 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// leftovers lists what docker instances may leave on the host: isobench
-// containers, their network namespaces and veths on docker0, overlay
-// mounts, volume and rootfs directories in the state dir.
+// leftovers lists what the suite's docker instances may leave on the host:
+// containers labelled by the suite, overlay mounts, network namespaces and
+// veths on docker0, volume and rootfs directories in the state dir. Other
+// sessions may run isobench containers at the same time: host state that
+// belongs to a container the suite did not create is not listed.
 func leftovers(ctx context.Context, p *Platform, state string) ([]string, error) {
 	var out []string
-	var cs []struct {
-		ID    string `json:"Id"`
-		Names []string
-	}
-	q := url.Values{}
-	q.Set("all", "1")
-	q.Set("filters", `{"label":["isobench"]}`)
-	if err := p.c.do(ctx, http.MethodGet, "/containers/json", q, nil, &cs); err != nil {
-		return nil, err
-	}
-	for _, c := range cs {
-		out = append(out, "container "+c.ID+" "+strings.Join(c.Names, ","))
-	}
 	links, _ := filepath.Glob("/sys/class/net/veth*")
+	veths := map[string]string{} // ifindex → name
 	for _, l := range links {
 		if m, err := os.Readlink(filepath.Join(l, "master")); err == nil && filepath.Base(m) == "docker0" {
-			out = append(out, "veth "+filepath.Base(l))
+			idx, _ := os.ReadFile(filepath.Join(l, "ifindex"))
+			veths[strings.TrimSpace(string(idx))] = filepath.Base(l)
 		}
 	}
+	var mounts []string
 	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		for _, line := range strings.Split(string(mi), "\n") {
 			f := strings.Fields(line)
@@ -74,11 +86,75 @@ func leftovers(ctx context.Context, p *Platform, state string) ([]string, error)
 				// containers are garbage-collected by dockerd within a
 				// minute, so only mounts count.
 				if filepath.Base(mp) != "default" {
-					out = append(out, "netns "+mp)
+					mounts = append(mounts, mp)
 				}
 			case strings.Contains(mp, "/docker/") && (strings.Contains(mp, "/overlay2/") || strings.Contains(mp, "/containers/")):
-				out = append(out, "mount "+mp)
+				mounts = append(mounts, mp)
 			}
+		}
+	}
+	// containers listed after the host scan, so every container that
+	// owned something scanned is known
+	var cs []struct {
+		ID     string `json:"Id"`
+		Names  []string
+		Labels map[string]string
+	}
+	q := url.Values{}
+	q.Set("all", "1")
+	if err := p.c.do(ctx, http.MethodGet, "/containers/json", q, nil, &cs); err != nil {
+		return nil, err
+	}
+	owned := map[string]bool{} // mounts and veth ifindexes of others' containers
+	for _, c := range cs {
+		if c.Labels["isobench.test"] == "conformance" {
+			out = append(out, "container "+c.ID+" "+strings.Join(c.Names, ","))
+			continue
+		}
+		var ci struct {
+			State           struct{ Pid int }
+			GraphDriver     struct{ Data map[string]string }
+			HostsPath       string
+			ResolvConfPath  string
+			NetworkSettings struct{ SandboxKey string }
+		}
+		if err := p.c.do(ctx, http.MethodGet, "/containers/"+c.ID+"/json", nil, nil, &ci); err != nil {
+			continue // gone meanwhile
+		}
+		for _, v := range ci.GraphDriver.Data {
+			owned[v] = true
+		}
+		owned[ci.NetworkSettings.SandboxKey] = true
+		owned[filepath.Dir(ci.HostsPath)] = true
+		if ci.State.Pid > 0 {
+			// sysfs inside the container shows its own network namespace
+			ifl, _ := filepath.Glob(fmt.Sprintf("/proc/%d/root/sys/class/net/*/iflink", ci.State.Pid))
+			for _, f := range ifl {
+				if b, err := os.ReadFile(f); err == nil {
+					owned["ifindex "+strings.TrimSpace(string(b))] = true
+				}
+			}
+		}
+	}
+	for _, m := range mounts {
+		if owned[m] || owned[filepath.Dir(m)] || owned[strings.TrimSuffix(m, "/merged")] {
+			continue
+		}
+		if strings.Contains(m, "/containers/") {
+			// /var/lib/docker/containers/ID/mounts/shm and the like
+			if i := strings.Index(m, "/containers/"); i >= 0 {
+				rest := m[i+len("/containers/"):]
+				id, _, _ := strings.Cut(rest, "/")
+				if owned[m[:i+len("/containers/")]+id] {
+					continue
+				}
+			}
+		}
+		out = append(out, "mount "+m)
+	}
+	for idx, name := range veths {
+		if !owned["ifindex "+idx] {
+			out = append(out, "veth "+name)
 		}
 	}
 	for _, pat := range []string{filepath.Join(state, "volumes", "*"), filepath.Join(state, "docker-rootfs-*")} {
@@ -89,6 +165,18 @@ func leftovers(ctx context.Context, p *Platform, state string) ([]string, error)
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// keepOthers keeps every image but those p imported itself and that were
+// not there before.
+func keepOthers(p *Platform, before []string) func(string) bool {
+	p.imageMu.Lock()
+	mine := map[string]bool{}
+	for _, r := range p.refs {
+		mine[r] = true
+	}
+	p.imageMu.Unlock()
+	return func(ref string) bool { return !mine[ref] || slices.Contains(before, ref) }
 }
 
 func TestNegotiate(t *testing.T) {
@@ -255,5 +343,127 @@ func TestAvailableWithoutDaemon(t *testing.T) {
 	err = p.Available(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "start dockerd") || !strings.Contains(err.Error(), "apt-get install docker.io") {
 		t.Errorf("Available without a daemon: %v", err)
+	}
+}
+
+func TestUnknownRuntime(t *testing.T) {
+	probe, err := NewPlatform(platform.Options{}, platform.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := probe.ping(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, "docker", err)
+	}
+	_, o, err := platform.NewRegistry(Factory).Parse("docker:runtime=no-such-runtime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlatform(o, platform.Env{AgentBinary: "/bin/busybox", StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Available(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "no-such-runtime") || !strings.Contains(err.Error(), "runc") {
+		t.Errorf("Available with an unknown runtime: %v (want the runtime named and the known ones listed)", err)
+	}
+}
+
+// benchPlatform returns a docker platform with a built agent, or skips.
+func benchPlatform(b *testing.B) *Platform {
+	b.Helper()
+	probe, err := NewPlatform(platform.Options{}, platform.Env{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := probe.ping(b.Context()); err != nil {
+		b.Skip(err)
+	}
+	p, err := NewPlatform(platform.Options{}, platform.Env{AgentBinary: conformance.BuildAgent(b), StateDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	before, err := p.Images(b.Context(), "minimal")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := p.image(b.Context(), "minimal"); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.RemoveImages(context.Background(), "minimal", keepOthers(p, before)) })
+	return p
+}
+
+// BenchmarkCreateClose measures creating, starting and removing an idle
+// container.
+func BenchmarkCreateClose(b *testing.B) {
+	p := benchPlatform(b)
+	ctx := b.Context()
+	for i := 0; b.Loop(); i++ {
+		in, err := p.Create(ctx, platform.Spec{Name: "bench-create-" + strconv.Itoa(i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := in.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkExecTrue measures one exec round trip of /bin/true.
+func BenchmarkExecTrue(b *testing.B) {
+	p := benchPlatform(b)
+	ctx := b.Context()
+	in, err := p.Create(ctx, platform.Spec{Name: "bench-exec"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close(context.Background())
+	for b.Loop() {
+		if err := in.Exec(ctx, []string{"true"}, platform.ExecIO{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestImageRemovedBehindOurBack checks that Create re-imports an image
+// that was deleted after the platform cached its reference.
+func TestImageRemovedBehindOurBack(t *testing.T) {
+	probe, err := NewPlatform(platform.Options{}, platform.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := probe.ping(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, "docker", err)
+	}
+	p, err := NewPlatform(platform.Options{}, platform.Env{AgentBinary: conformance.BuildAgent(t), StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	before, err := p.Images(ctx, "minimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.RemoveImages(context.Background(), "minimal", keepOthers(p, before))
+	})
+	in, err := p.Create(ctx, platform.Spec{Name: "reimport-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RemoveImages(ctx, "minimal", keepOthers(p, nil)); err != nil {
+		t.Fatal(err)
+	}
+	in, err = p.Create(ctx, platform.Spec{Name: "reimport-2"})
+	if err != nil {
+		t.Fatalf("Create after the image was removed: %v", err)
+	}
+	defer in.Close(context.Background())
+	var out strings.Builder
+	if err := in.Exec(ctx, []string{platform.AgentPlaceholder, "agent", "hello"}, platform.ExecIO{Stdout: &out}); err != nil || !strings.Contains(out.String(), "hello") {
+		t.Errorf("agent hello in the re-imported image: %q, %v", out.String(), err)
 	}
 }

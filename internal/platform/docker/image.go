@@ -64,6 +64,40 @@ func (p *Platform) EnsureImage(ctx context.Context, profile string) (string, err
 	return ref, nil
 }
 
+// image returns the profile's image ref, ensuring it once per platform:
+// hashing the agent binary on every Create would add tens of milliseconds
+// to the start-up times isobench measures.
+func (p *Platform) image(ctx context.Context, profile string) (string, error) {
+	p.imageMu.Lock()
+	ref, ok := p.refs[profile]
+	p.imageMu.Unlock()
+	if ok {
+		return ref, nil
+	}
+	ref, err := p.EnsureImage(ctx, profile)
+	if err != nil {
+		return "", err
+	}
+	p.imageMu.Lock()
+	if p.refs == nil {
+		p.refs = map[string]string{}
+	}
+	p.refs[profile] = ref
+	p.imageMu.Unlock()
+	return ref, nil
+}
+
+// forgetImage drops ref from the cache.
+func (p *Platform) forgetImage(ref string) {
+	p.imageMu.Lock()
+	defer p.imageMu.Unlock()
+	for k, v := range p.refs {
+		if v == ref {
+			delete(p.refs, k)
+		}
+	}
+}
+
 // importQuery is the query of POST /images/create for importing a tar.
 func importQuery(profile, digest string) url.Values {
 	q := url.Values{}
@@ -125,26 +159,37 @@ func progressError(stream []byte) error {
 	}
 }
 
-// RemoveImages deletes every image of profile's repository except keep
-// (a full reference; "" keeps none). It returns the removed references.
-func (p *Platform) RemoveImages(ctx context.Context, profile, keep string) ([]string, error) {
+// Images lists the references (repo:tag) of profile's imported images.
+func (p *Platform) Images(ctx context.Context, profile string) ([]string, error) {
 	var imgs []struct{ RepoTags []string }
 	q := url.Values{}
 	q.Set("filters", fmt.Sprintf(`{"reference":[%q]}`, ImageRepo(profile)))
 	if err := p.c.do(ctx, http.MethodGet, "/images/json", q, nil, &imgs); err != nil {
 		return nil, fmt.Errorf("docker images: %w", err)
 	}
-	var removed []string
+	var refs []string
 	for _, im := range imgs {
-		for _, t := range im.RepoTags {
-			if t == keep {
-				continue
-			}
-			if err := p.c.do(ctx, http.MethodDelete, "/images/"+t, nil, nil, nil); err != nil && !isNotFound(err) {
-				return removed, fmt.Errorf("docker remove image %s: %w", t, err)
-			}
-			removed = append(removed, t)
+		refs = append(refs, im.RepoTags...)
+	}
+	return refs, nil
+}
+
+// RemoveImages deletes the images of profile's repository for which keep
+// returns false (nil keeps none). It returns the removed references.
+func (p *Platform) RemoveImages(ctx context.Context, profile string, keep func(ref string) bool) ([]string, error) {
+	refs, err := p.Images(ctx, profile)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, ref := range refs {
+		if keep != nil && keep(ref) {
+			continue
 		}
+		if err := p.c.do(ctx, http.MethodDelete, "/images/"+ref, nil, nil, nil); err != nil && !isNotFound(err) {
+			return removed, fmt.Errorf("docker remove image %s: %w", ref, err)
+		}
+		removed = append(removed, ref)
 	}
 	return removed, nil
 }

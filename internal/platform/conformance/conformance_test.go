@@ -1,0 +1,60 @@
+package conformance
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestParseCgroupLimits(t *testing.T) {
+	for _, c := range []struct {
+		out  string
+		cpus float64
+		mem  int64
+		ok   bool
+	}{
+		{"v1\n100000\n100000\n268435456\n", 1, 268435456, true},
+		{"v1\n-1\n100000\n9223372036854771712\n", -1, -1, true},
+		{"v2\n150000 100000\n536870912\n", 1.5, 536870912, true},
+		{"v2\nmax 100000\nmax\n", -1, -1, true},
+		{"v2\nmax 100000\n", 0, 0, false},
+		{"v3\n1\n2\n3\n", 0, 0, false},
+		{"v1\nx\n100000\n1\n", 0, 0, false},
+		{"v1\n100\n0\n1\n", 0, 0, false},
+	} {
+		cpus, mem, err := parseCgroupLimits(c.out)
+		if (err == nil) != c.ok || cpus != c.cpus || mem != c.mem {
+			t.Errorf("parseCgroupLimits(%q) = %v, %v, %v; want %v, %v ok=%v", c.out, cpus, mem, err, c.cpus, c.mem, c.ok)
+		}
+	}
+}
+
+func TestDiff(t *testing.T) {
+	added, gone := diff([]string{"a", "b"}, []string{"b", "d", "c"})
+	if !slices.Equal(added, []string{"c", "d"}) || !slices.Equal(gone, []string{"a"}) {
+		t.Errorf("diff = %q, %q", added, gone)
+	}
+	if a, g := diff(nil, nil); a != nil || g != nil {
+		t.Errorf("diff of nothing = %q, %q", a, g)
+	}
+}
+
+func TestRequired(t *testing.T) {
+	t.Setenv(RequireEnv, "native, docker")
+	if !Required("docker") || !Required("native") || Required("lxc") {
+		t.Error("list not honoured")
+	}
+	t.Setenv(RequireEnv, "all")
+	if !Required("qemu") {
+		t.Error("all not honoured")
+	}
+	t.Setenv(RequireEnv, "")
+	if Required("docker") {
+		t.Error("empty list requires docker")
+	}
+}
+
+func TestHasHello(t *testing.T) {
+	if !hasHello("noise\n{\"event\":\"hello\"}\n") || hasHello("{\"event\":\"ready\"}\nhello\n") {
+		t.Error("hasHello")
+	}
+}
