@@ -120,6 +120,7 @@ func Run(t *testing.T, newPlatform func(t *testing.T) platform.Platform, opts Op
 		}
 	}
 
+	t.Run("prepare", s.testPrepare)
 	t.Run("facts", s.testFacts)
 	t.Run("limits", s.testLimits)
 	t.Run("exec", s.testExec)
@@ -243,6 +244,24 @@ func mustRun(t *testing.T, ctx context.Context, inst platform.Instance, argv ...
 		t.Fatalf("Exec %q: %v (stderr %q)", argv, err, errs)
 	}
 	return out
+}
+
+// testPrepare calls Prepare (for platforms that have it) twice: the second
+// call must reuse what the first made.
+func (s *suite) testPrepare(t *testing.T) {
+	pr, ok := s.p.(platform.Preparer)
+	if !ok {
+		t.Skip("platform has no Prepare step")
+	}
+	ctx := s.ctx(t)
+	for i := 0; i < 2; i++ {
+		if err := pr.Prepare(ctx, s.opts.Image); err != nil {
+			t.Fatalf("Prepare(%s) #%d: %v", s.opts.Image, i+1, err)
+		}
+	}
+	if err := pr.Prepare(ctx, "no-such-profile"); err == nil {
+		t.Error("Prepare of an unknown image profile succeeded")
+	}
 }
 
 func (s *suite) testFacts(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/isobench/isobench/internal/agent"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 )
@@ -465,5 +466,55 @@ func TestImageRemovedBehindOurBack(t *testing.T) {
 	var out strings.Builder
 	if err := in.Exec(ctx, []string{platform.AgentPlaceholder, "agent", "hello"}, platform.ExecIO{Stdout: &out}); err != nil || !strings.Contains(out.String(), "hello") {
 		t.Errorf("agent hello in the re-imported image: %q, %v", out.String(), err)
+	}
+}
+
+// TestAgentSession drives a real in-guest workload (cpu) through the
+// agent protocol in a container: barrier, release, result.
+func TestAgentSession(t *testing.T) {
+	probe, err := NewPlatform(platform.Options{}, platform.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := probe.ping(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, "docker", err)
+	}
+	p, err := NewPlatform(platform.Options{}, platform.Env{AgentBinary: conformance.BuildAgent(t), StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	before, err := p.Images(ctx, "minimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.RemoveImages(context.Background(), "minimal", keepOthers(p, before)) })
+	in, err := p.Create(ctx, platform.Spec{Name: "session", CPUs: 1, Memory: 128 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close(context.Background())
+	s := agent.Start(ctx, in, "cpu", "duration=200ms,max-prime=2000")
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitStarted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ms, _, err := s.Result(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) == 0 {
+		t.Fatal("cpu workload returned no metrics")
+	}
+	for _, m := range ms {
+		if m.Value < 0 {
+			t.Errorf("metric %s = %v", m.Name, m.Value)
+		}
+		t.Logf("%s = %v %s", m.Name, m.Value, m.Unit)
 	}
 }

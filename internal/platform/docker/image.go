@@ -54,10 +54,10 @@ func (p *Platform) EnsureImage(ctx context.Context, profile string) (string, err
 		return "", fmt.Errorf("docker image: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	fmt.Fprintf(p.log(), "docker: building image %s\n", ref)
 	if err := b.BuildRootfs(ctx, profile, tmp); err != nil {
 		return "", fmt.Errorf("docker image %s: %w", ref, err)
 	}
+	fmt.Fprintf(p.log(), "docker: importing image %s\n", ref)
 	if err := p.importRootfs(ctx, tmp, profile, digest); err != nil {
 		return "", err
 	}
@@ -97,6 +97,18 @@ func (p *Platform) forgetImage(ref string) {
 		}
 	}
 }
+
+// Prepare implements platform.Preparer: it ensures the profile's image so
+// that no image work happens inside a timed Create.
+func (p *Platform) Prepare(ctx context.Context, profile string) error {
+	if profile == "" {
+		profile = image.Minimal
+	}
+	_, err := p.image(ctx, profile)
+	return err
+}
+
+var _ platform.Preparer = (*Platform)(nil)
 
 // importQuery is the query of POST /images/create for importing a tar.
 func importQuery(profile, digest string) url.Values {
