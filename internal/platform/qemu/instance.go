@@ -1,0 +1,722 @@
+package qemu
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/isobench/isobench/internal/guest"
+	"github.com/isobench/isobench/internal/hostnet"
+	"github.com/isobench/isobench/internal/image"
+	"github.com/isobench/isobench/internal/platform"
+)
+
+// lookPath is exec.LookPath (a seam for nothing but readability).
+func lookPath(name string) (string, error) { return exec.LookPath(name) }
+
+// createOpts are internal knobs of create (the KVM probe uses them).
+type createOpts struct {
+	accel  string
+	noDisk bool
+}
+
+// Create boots a VM and waits for its agent's hello.
+func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instance, error) {
+	if err := checkSpec(s); err != nil {
+		return nil, err
+	}
+	accel, _, err := p.resolveAccel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p.create(ctx, s, createOpts{accel: accel})
+}
+
+// Instance is one QEMU VM.
+type Instance struct {
+	p       *Platform
+	spec    platform.Spec
+	id      string
+	accel   string
+	cpus    int
+	memory  int64
+	network string
+	storage string
+	kernel  kernel
+
+	runDir    string // sockets, console log
+	disk      string // scratch image, "" if none
+	volume    string // virtiofs host dir, "" if none
+	tap       string
+	bridge    *hostnet.Bridge
+	lease     netip.Addr
+	cmd       *exec.Cmd
+	vfs       *exec.Cmd
+	qemuOut   bytes.Buffer  // qemu's stderr
+	exited    chan struct{} // qemu ended
+	cacheMode string
+
+	conn  *conn
+	hello guest.Hello
+
+	mainDone chan struct{}
+	mainExit guest.Exit
+	mainErr  error
+
+	mu        sync.Mutex
+	closed    bool
+	closeErr  error
+	closeDone chan struct{}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func sanitize(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '-'
+	}, s)
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return s
+}
+
+func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_ *Instance, err error) {
+	if err := checkSpec(s); err != nil {
+		return nil, err
+	}
+	k, err := p.findKernel()
+	if err != nil {
+		return nil, err
+	}
+	profile := s.Image
+	if profile == "" {
+		profile = image.Minimal
+	}
+	initrd := p.initrd
+	if initrd == "" {
+		if initrd, err = p.buildInitramfs(ctx, profile, k); err != nil {
+			return nil, err
+		}
+	}
+	in := &Instance{
+		p: p, spec: s, accel: o.accel, kernel: k,
+		id:        "isobench-" + sanitize(s.Name) + "-" + randomHex(3),
+		cpus:      int(s.CPUs),
+		memory:    s.Memory,
+		network:   s.Network,
+		storage:   s.Storage,
+		exited:    make(chan struct{}),
+		mainDone:  make(chan struct{}),
+		closeDone: make(chan struct{}),
+	}
+	if s.Name == "" {
+		in.id = "isobench-" + randomHex(6)
+	}
+	if in.cpus == 0 {
+		in.cpus = runtime.NumCPU()
+	}
+	if in.memory == 0 {
+		in.memory = DefaultMemory
+	}
+	if in.network == "" {
+		in.network = platform.NetBridge
+	}
+	if in.storage == "" {
+		in.storage = platform.StorageRootfs
+	}
+	if o.noDisk {
+		in.storage = ""
+	}
+	defer func() {
+		if err != nil {
+			in.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	// unix socket paths are short: keep them out of the state dir
+	if in.runDir, err = os.MkdirTemp("", "isoq-"); err != nil {
+		return nil, fmt.Errorf("qemu: %w", err)
+	}
+	args, err := in.prepare(ctx, initrd)
+	if err != nil {
+		return in, err
+	}
+	cmd := exec.Command(Binary, args...)
+	cmd.Stderr = &lockedWriter{w: &in.qemuOut, mu: &in.mu}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return in, fmt.Errorf("qemu: starting %s: %w", Binary, err)
+	}
+	in.cmd = cmd
+	go func() {
+		cmd.Wait()
+		close(in.exited)
+	}()
+	if s.Phase != nil {
+		s.Phase("created", time.Now())
+	}
+	if in.conn, err = in.connect(ctx); err != nil {
+		return in, err
+	}
+	select {
+	case h := <-in.conn.hello:
+		in.hello = h
+	case <-in.conn.dead:
+		return in, fmt.Errorf("qemu: guest control channel closed before hello: %w%s", in.conn.err(), in.diagnostics())
+	case <-in.exited:
+		return in, fmt.Errorf("qemu: VM exited during boot%s", in.diagnostics())
+	case <-ctx.Done():
+		return in, fmt.Errorf("qemu: waiting for the guest agent: %w%s", ctx.Err(), in.diagnostics())
+	}
+	if s.Phase != nil {
+		s.Phase("started", time.Now())
+	}
+	if len(s.Main) > 0 {
+		go in.runMain()
+	}
+	return in, nil
+}
+
+// lockedWriter guards a buffer shared with readers.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// diagnostics is qemu's stderr and the console's tail, for boot errors.
+func (in *Instance) diagnostics() string {
+	in.mu.Lock()
+	qe := strings.TrimSpace(in.qemuOut.String())
+	in.mu.Unlock()
+	var b strings.Builder
+	if qe != "" {
+		fmt.Fprintf(&b, "\nqemu: %s", qe)
+	}
+	if c, err := os.ReadFile(filepath.Join(in.runDir, "console.log")); err == nil && len(c) > 0 {
+		if len(c) > 3000 {
+			c = c[len(c)-3000:]
+		}
+		fmt.Fprintf(&b, "\nguest console (tail):\n%s", strings.TrimSpace(string(c)))
+	}
+	return b.String()
+}
+
+// prepare creates the tap, disk and volume and returns qemu's arguments.
+func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error) {
+	p := in.p
+	cmdline := []string{"console=ttyS0", "quiet", "panic=-1", "rdinit=/init",
+		guest.ParamPort + "=" + guest.DefaultPort, guest.ParamHostname + "=" + truncate(in.id, 63)}
+	args := []string{
+		"-name", in.id,
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+		"-machine", "q35,accel=" + in.accel,
+		"-smp", strconv.Itoa(in.cpus),
+		"-m", strconv.FormatInt(in.memory>>20, 10) + "M",
+		"-kernel", in.kernel.Path, "-initrd", initrd,
+		"-chardev", "file,id=con,path=" + filepath.Join(in.runDir, "console.log"),
+		"-serial", "chardev:con",
+		"-device", "virtio-serial-pci,id=vser",
+		"-chardev", "socket,id=ctl,path=" + filepath.Join(in.runDir, "ctl.sock") + ",server=on,wait=off",
+		"-device", "virtserialport,bus=vser.0,chardev=ctl,name=" + guest.DefaultPort,
+	}
+	if in.accel == AccelKVM {
+		args = append(args, "-cpu", "host")
+	} else {
+		args = append(args, "-cpu", "max")
+	}
+	switch in.network {
+	case platform.NetBridge:
+		br := hostnet.Default(p.env.StateDir)
+		// lease before Ensure: a concurrent Release then keeps the bridge
+		a, err := br.Lease(in.id)
+		if err != nil {
+			return nil, fmt.Errorf("qemu: %w", err)
+		}
+		in.bridge, in.lease = br, a
+		if err := br.Ensure(ctx); err != nil {
+			return nil, fmt.Errorf("qemu: %w", err)
+		}
+		in.tap = "isq" + randomHex(5)
+		if err := br.AddTap(ctx, in.tap); err != nil {
+			in.tap = ""
+			return nil, fmt.Errorf("qemu: %w", err)
+		}
+		mac := "52:54:00:" + strings.Join([]string{randomHex(1), randomHex(1), randomHex(1)}, ":")
+		args = append(args,
+			"-netdev", "tap,id=n0,ifname="+in.tap+",script=no,downscript=no",
+			"-device", "virtio-net-pci,netdev=n0,mac="+mac)
+		cmdline = append(cmdline,
+			guest.ParamIP+"="+netip.PrefixFrom(a, br.Prefix.Bits()).String(),
+			guest.ParamGateway+"="+br.Gateway().String())
+	case platform.NetNone:
+	}
+	switch in.storage {
+	case platform.StorageRootfs:
+		dir := filepath.Join(p.env.StateDir, "qemu", "disks")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("qemu: %w", err)
+		}
+		in.disk = filepath.Join(dir, in.id+".img")
+		if err := makeDisk(ctx, in.disk, p.disk); err != nil {
+			return nil, err
+		}
+		in.cacheMode = "none"
+		if !directIO(in.disk) {
+			in.cacheMode = "writeback"
+		}
+		args = append(args, "-drive", "file="+in.disk+",format=raw,if=virtio,cache="+in.cacheMode+",aio=threads,discard=unmap")
+		cmdline = append(cmdline, guest.ParamScratch+"=/dev/vda:ext4")
+	case platform.StorageVolume:
+		vfsd := ""
+		for _, c := range VirtiofsdCandidates {
+			if _, err := os.Stat(c); err == nil {
+				vfsd = c
+				break
+			}
+		}
+		if vfsd == "" {
+			return nil, fmt.Errorf("qemu: storage=volume is %w here: no virtiofsd (looked at %s; the kernel has no 9p): apt-get install -y qemu-system-x86", platform.ErrUnsupported, strings.Join(VirtiofsdCandidates, ", "))
+		}
+		in.volume = filepath.Join(p.env.StateDir, "qemu", "volumes", in.id)
+		if err := os.MkdirAll(in.volume, 0o755); err != nil {
+			return nil, fmt.Errorf("qemu: %w", err)
+		}
+		sock := filepath.Join(in.runDir, "vfs.sock")
+		vfs := exec.Command(vfsd, "--socket-path="+sock, "-o", "source="+in.volume, "-o", "cache=none", "-o", "sandbox=chroot")
+		vfs.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		var vout bytes.Buffer
+		vfs.Stderr = &lockedWriter{w: &vout, mu: &in.mu}
+		if err := vfs.Start(); err != nil {
+			return nil, fmt.Errorf("qemu: starting virtiofsd: %w", err)
+		}
+		in.vfs = vfs
+		if err := waitSocket(ctx, sock, 10*time.Second); err != nil {
+			in.mu.Lock()
+			msg := vout.String()
+			in.mu.Unlock()
+			return nil, fmt.Errorf("qemu: virtiofsd: %w %s", err, strings.TrimSpace(msg))
+		}
+		args = append(args,
+			"-chardev", "socket,id=vfs,path="+sock,
+			"-device", "vhost-user-fs-pci,chardev=vfs,tag=scratch",
+			"-object", "memory-backend-memfd,id=mem,size="+strconv.FormatInt(in.memory>>20, 10)+"M,share=on",
+			"-numa", "node,memdev=mem")
+		cmdline = append(cmdline, guest.ParamScratch+"=scratch:virtiofs")
+	}
+	cmdline = append(cmdline, "--", "agent", "vm-init")
+	args = append(args, "-append", strings.Join(cmdline, " "))
+	return args, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// makeDisk creates a sparse raw image of size bytes formatted ext4.
+func makeDisk(ctx context.Context, path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("qemu: scratch disk: %w", err)
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("qemu: scratch disk: %w", err)
+	}
+	out, err := exec.CommandContext(ctx, "mkfs.ext4", "-F", "-q", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("qemu: mkfs.ext4 %s: %w: %s", path, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// directIO reports whether path can be opened with O_DIRECT.
+func directIO(path string) bool {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECT|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	syscall.Close(fd)
+	return true
+}
+
+func waitSocket(ctx context.Context, path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("socket %s did not appear within %v", path, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// connect dials the control socket qemu listens on.
+func (in *Instance) connect(ctx context.Context) (*conn, error) {
+	sock := filepath.Join(in.runDir, "ctl.sock")
+	for {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "unix", sock)
+		if err == nil {
+			return newConn(c), nil
+		}
+		select {
+		case <-in.exited:
+			return nil, fmt.Errorf("qemu: VM exited at start%s", in.diagnostics())
+		case <-ctx.Done():
+			return nil, fmt.Errorf("qemu: control socket: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (in *Instance) guestArgv(argv []string) []string {
+	argv = append([]string(nil), argv...)
+	if len(argv) > 0 && argv[0] == platform.AgentPlaceholder {
+		argv[0] = image.AgentPath
+	}
+	return argv
+}
+
+func (in *Instance) runMain() {
+	defer close(in.mainDone)
+	w := in.spec.MainStdout
+	ex, err := in.conn.exec(context.Background(), guest.ExecRequest{Argv: in.guestArgv(in.spec.Main), Dir: platform.ScratchDir}, platform.ExecIO{Stdout: w})
+	in.mainExit, in.mainErr = ex, err
+}
+
+// ID is the VM's name.
+func (in *Instance) ID() string { return in.id }
+
+func (in *Instance) isClosed() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.closed
+}
+
+// Exec runs argv in the guest through the control channel.
+func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
+	if len(argv) == 0 {
+		return errors.New("qemu: empty command")
+	}
+	if in.isClosed() {
+		return fmt.Errorf("qemu: instance %s is closed", in.id)
+	}
+	ex, err := in.conn.exec(ctx, guest.ExecRequest{Argv: in.guestArgv(argv), Stdin: stdio.Stdin != nil, Dir: "/"}, stdio)
+	if err != nil {
+		return err
+	}
+	if ex.Error != "" {
+		return fmt.Errorf("qemu: exec %q in the guest: %s", argv, ex.Error)
+	}
+	if ex.Code != 0 {
+		return &platform.ExitError{Code: ex.Code, Argv: argv}
+	}
+	return nil
+}
+
+// CopyIn sends a host file to guestPath (parents are created; an existing
+// file is replaced).
+func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
+	if in.isClosed() {
+		return fmt.Errorf("qemu: instance %s is closed", in.id)
+	}
+	f, err := os.Open(hostPath)
+	if err != nil {
+		return fmt.Errorf("qemu: copy in: %w", err)
+	}
+	defer f.Close()
+	ex, err := in.conn.put(ctx, guest.PutRequest{Path: guestPath, Mode: mode}, f)
+	if err != nil {
+		return fmt.Errorf("qemu: copy in: %w", err)
+	}
+	if ex.Error != "" || ex.Code != 0 {
+		return fmt.Errorf("qemu: copy in %s: %s", guestPath, ex.Error)
+	}
+	return nil
+}
+
+// Address is the leased bridge address, or "" with network=none.
+func (in *Instance) Address(ctx context.Context) (string, error) {
+	if in.lease.IsValid() {
+		return in.lease.String(), nil
+	}
+	return "", nil
+}
+
+// Facts implements platform.Instance.
+func (in *Instance) Facts(ctx context.Context) map[string]string {
+	f := map[string]string{
+		"accel":           in.accel,
+		"cpus":            strconv.Itoa(in.cpus),
+		"memory":          strconv.FormatInt(in.memory, 10),
+		"network":         in.network,
+		"storage":         in.storage,
+		"kernel":          in.kernel.Version,
+		"guest_kernel":    in.hello.Kernel,
+		"guest_cpus":      strconv.Itoa(in.hello.CPUs),
+		"guest_mem_total": strconv.FormatInt(in.hello.MemTotal, 10),
+		"guest_uptime_ns": strconv.FormatInt(in.hello.UptimeNS, 10),
+		"scratch":         in.hello.Scratch,
+		"root":            "initramfs (RAM)",
+	}
+	if in.tap != "" {
+		f["tap"] = in.tap
+	}
+	if in.cacheMode != "" {
+		f["disk_cache"] = in.cacheMode
+		f["disk_size"] = strconv.FormatInt(in.p.disk, 10)
+	}
+	if in.hello.Warnings != "" {
+		f["guest_warnings"] = in.hello.Warnings
+	}
+	return f
+}
+
+// Wait returns the main process's status, or waits for the VM to stop.
+func (in *Instance) Wait(ctx context.Context) (int, error) {
+	if len(in.spec.Main) == 0 {
+		select {
+		case <-in.exited:
+			return 0, nil
+		case <-in.closeDone:
+			return 0, nil
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		}
+	}
+	select {
+	case <-in.mainDone:
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+	if in.mainErr != nil {
+		return -1, in.mainErr
+	}
+	if in.mainExit.Error != "" {
+		return in.mainExit.Code, fmt.Errorf("qemu: main process: %s", in.mainExit.Error)
+	}
+	return in.mainExit.Code, nil
+}
+
+// Close kills the VM and removes its tap, lease, disk, volume and sockets.
+func (in *Instance) Close(ctx context.Context) error {
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		<-in.closeDone
+		return in.closeErr
+	}
+	in.closed = true
+	in.mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	var errs []error
+	for _, c := range []*exec.Cmd{in.cmd, in.vfs} {
+		if c != nil && c.Process != nil {
+			syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		}
+	}
+	if in.cmd != nil {
+		<-in.exited
+	}
+	if in.vfs != nil {
+		in.vfs.Wait()
+	}
+	if in.conn != nil {
+		in.conn.close()
+	}
+	if in.tap != "" {
+		if err := hostnet.DeleteLink(ctx, in.tap); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if in.bridge != nil && in.lease.IsValid() {
+		if err := in.bridge.Release(ctx, in.lease); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, path := range []string{in.disk, in.volume, in.runDir} {
+		if path != "" {
+			if err := os.RemoveAll(path); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	in.closeErr = errors.Join(errs...)
+	close(in.closeDone)
+	return in.closeErr
+}
+
+// conn is the host end of the control channel.
+type conn struct {
+	c     net.Conn
+	w     *guest.Writer
+	hello chan guest.Hello
+	dead  chan struct{}
+
+	mu      sync.Mutex
+	next    uint32
+	streams map[uint32]*hostStream
+	readErr error
+}
+
+type hostStream struct {
+	stdout, stderr *guest.Queue
+	exit           chan guest.Exit
+}
+
+func newConn(c net.Conn) *conn {
+	k := &conn{c: c, w: guest.NewWriter(c), hello: make(chan guest.Hello, 1), dead: make(chan struct{}), streams: map[uint32]*hostStream{}}
+	go k.read()
+	return k
+}
+
+func (k *conn) err() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.readErr
+}
+
+func (k *conn) close() { k.c.Close() }
+
+func (k *conn) read() {
+	defer close(k.dead)
+	for {
+		f, err := guest.ReadFrame(k.c)
+		if err != nil {
+			k.mu.Lock()
+			k.readErr = err
+			k.mu.Unlock()
+			return
+		}
+		switch f.Type {
+		case guest.FrameHello:
+			var h guest.Hello
+			json.Unmarshal(f.Payload, &h)
+			select {
+			case k.hello <- h:
+			default:
+			}
+		case guest.FrameStdout, guest.FrameStderr:
+			k.mu.Lock()
+			st := k.streams[f.Stream]
+			k.mu.Unlock()
+			if st != nil {
+				if f.Type == guest.FrameStdout {
+					st.stdout.Push(f.Payload)
+				} else {
+					st.stderr.Push(f.Payload)
+				}
+			}
+		case guest.FrameExit:
+			var e guest.Exit
+			if err := json.Unmarshal(f.Payload, &e); err != nil {
+				e = guest.Exit{Code: -1, Error: "bad exit frame: " + err.Error()}
+			}
+			k.mu.Lock()
+			st := k.streams[f.Stream]
+			delete(k.streams, f.Stream)
+			k.mu.Unlock()
+			if st != nil {
+				st.exit <- e
+			}
+		}
+	}
+}
+
+func (k *conn) open(stdout, stderr io.Writer) (uint32, *hostStream) {
+	st := &hostStream{stdout: guest.NewQueue(stdout, nil), stderr: guest.NewQueue(stderr, nil), exit: make(chan guest.Exit, 1)}
+	k.mu.Lock()
+	k.next++
+	id := k.next
+	k.streams[id] = st
+	k.mu.Unlock()
+	return id, st
+}
+
+// wait waits for a stream's exit; on cancel it kills the command.
+func (k *conn) wait(ctx context.Context, id uint32, st *hostStream, stop chan struct{}) (guest.Exit, error) {
+	defer close(stop)
+	select {
+	case e := <-st.exit:
+		st.stdout.Close()
+		st.stderr.Close()
+		<-st.stdout.Done()
+		<-st.stderr.Done()
+		return e, nil
+	case <-k.dead:
+		st.stdout.Abort()
+		st.stderr.Abort()
+		return guest.Exit{}, fmt.Errorf("qemu: guest control channel lost: %v", k.err())
+	case <-ctx.Done():
+		k.w.Write(guest.FrameKill, id, nil)
+		st.stdout.Abort()
+		st.stderr.Abort()
+		<-st.stdout.Done()
+		<-st.stderr.Done()
+		return guest.Exit{}, fmt.Errorf("qemu: %w", ctx.Err())
+	}
+}
+
+func (k *conn) exec(ctx context.Context, req guest.ExecRequest, stdio platform.ExecIO) (guest.Exit, error) {
+	id, st := k.open(stdio.Stdout, stdio.Stderr)
+	stop := make(chan struct{})
+	if err := k.w.WriteJSON(guest.FrameExec, id, req); err != nil {
+		return guest.Exit{}, fmt.Errorf("qemu: exec: %w", err)
+	}
+	if req.Stdin {
+		go k.w.SendData(id, stdio.Stdin, stop)
+	}
+	return k.wait(ctx, id, st, stop)
+}
+
+func (k *conn) put(ctx context.Context, req guest.PutRequest, r io.Reader) (guest.Exit, error) {
+	id, st := k.open(nil, nil)
+	stop := make(chan struct{})
+	if err := k.w.WriteJSON(guest.FramePut, id, req); err != nil {
+		return guest.Exit{}, err
+	}
+	go k.w.SendData(id, r, stop)
+	return k.wait(ctx, id, st, stop)
+}
