@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -134,7 +136,7 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := &runner.Runner{Sink: s, RunID: runID}
+	r := &runner.Runner{Sink: s, RunID: runID, Token: token()}
 	if st.StderrTTY && !*quiet {
 		r.Progress = progressLine(st.Stderr)
 	}
@@ -302,4 +304,11 @@ func progressLine(w io.Writer) func(runner.Progress) {
 		}
 		fmt.Fprintf(w, "\r\033[K[%d/%d] %s ×%d on %s, %s, ~%s left", p.CellIndex+1, p.Cells, p.Cell.Workload, p.Cell.Instances, p.Target, rep, eta)
 	}
+}
+
+// token is a short random string naming this run's instances.
+func token() string {
+	var b [3]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

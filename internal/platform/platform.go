@@ -39,14 +39,14 @@ const (
 // Spec says what instance to create. Zero values mean "no limit" or "the
 // platform's default".
 type Spec struct {
-	Name     string  // unique name; platforms prefix it as they need
-	Image    string  // image profile, e.g. "minimal"
-	CPUs     float64 // CPU quota in cores (0: unlimited)
-	Memory   int64   // memory limit in bytes (0: unlimited)
-	Network  string  // NetDefault, NetBridge, NetHost, NetNone
-	Storage  string  // StorageRootfs (default) or StorageVolume
-	Extra    map[string]string
-	Labels   map[string]string
+	Name    string  // unique name; platforms prefix it as they need
+	Image   string  // image profile, e.g. "minimal"
+	CPUs    float64 // CPU quota in cores (0: unlimited)
+	Memory  int64   // memory limit in bytes (0: unlimited)
+	Network string  // NetDefault, NetBridge, NetHost, NetNone
+	Storage string  // StorageRootfs (default) or StorageVolume
+	Extra   map[string]string
+	Labels  map[string]string
 	// Main, when set, is the instance's main process (argv inside the
 	// instance; "{agent}" as argv[0] means the isobench agent). Its stdout
 	// goes to MainStdout. When unset the instance idles until closed.

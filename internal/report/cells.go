@@ -84,10 +84,10 @@ type Options struct {
 // left out.
 func Cells(samples []sample.Sample, o Options) []Cell {
 	type acc struct {
-		cell    Cell
-		perRep  map[int][]float64
-		aggRep  map[int]float64
-		order   int
+		cell   Cell
+		perRep map[int][]float64
+		aggRep map[int]float64
+		order  int
 	}
 	groups := map[key]*acc{}
 	labelOrder := map[string]int{}
@@ -192,4 +192,3 @@ func metricRank(m string) int {
 	}
 	return 0
 }
-

@@ -67,15 +67,15 @@ type Sink interface {
 
 // Progress is reported before each repetition and at each cell's end.
 type Progress struct {
-	Cell       Cell
-	CellIndex  int // 0-based
-	Cells      int
-	Target     string
-	Rep        int // 0-based among measured reps; warm-ups count from -Warmup
-	Reps       int
+	Cell        Cell
+	CellIndex   int // 0-based
+	Cells       int
+	Target      string
+	Rep         int // 0-based among measured reps; warm-ups count from -Warmup
+	Reps        int
 	Done, Total int // repetitions (of all targets) done and planned
-	Elapsed    time.Duration
-	Note       string // e.g. why a cell stopped early
+	Elapsed     time.Duration
+	Note        string // e.g. why a cell stopped early
 }
 
 // Runner runs plans.
@@ -85,12 +85,19 @@ type Runner struct {
 	Progress func(Progress)
 	// InstanceTimeout bounds creating and closing instances.
 	InstanceTimeout time.Duration
+	// Token makes instance names unique across stores and processes; it is
+	// also put on every instance as the label RunLabel.
+	Token string
 
 	seq atomic.Int64
 }
 
+// RunLabel is the label carrying the runner's Token on every instance.
+const RunLabel = "isobench.run"
+
+// name is unique per instance; platforms add their own "isobench-" prefix.
 func (r *Runner) name() string {
-	return fmt.Sprintf("isobench-%d-%d", r.RunID, r.seq.Add(1))
+	return fmt.Sprintf("r%d%s-%d", r.RunID, r.Token, r.seq.Add(1))
 }
 
 // Validate checks a plan before anything starts.
@@ -208,6 +215,9 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 	base := t.Base
 	base.Image = p.Image
 	base.Labels = map[string]string{platform.Label: "1"}
+	if r.Token != "" {
+		base.Labels[RunLabel] = r.Token
+	}
 	repIndex := rep // warm-ups are numbered 0..Warmup-1 with the warmup flag
 	if rep < 0 {
 		repIndex = rep + p.Warmup

@@ -192,7 +192,7 @@ func mergeLogs(ps ...*fake.Platform) []logLine {
 			if f[0] == "exec" {
 				name = f[2]
 			}
-			seq := name[strings.LastIndex(name, "-")+1:]
+			seq := name[strings.LastIndex(name, "-")+1:] // names end in -<sequence>
 			n := 0
 			for _, c := range seq {
 				n = n*10 + int(c-'0')

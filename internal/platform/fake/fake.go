@@ -39,7 +39,9 @@ func (p *Platform) Name() string { return "fake" }
 func (p *Platform) Available(context.Context) error { return nil }
 
 // Facts implements platform.Platform.
-func (p *Platform) Facts(context.Context) map[string]string { return map[string]string{"fake": p.Label} }
+func (p *Platform) Facts(context.Context) map[string]string {
+	return map[string]string{"fake": p.Label}
+}
 
 // Close implements platform.Platform.
 func (p *Platform) Close(context.Context) error { return nil }
