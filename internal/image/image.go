@@ -4,6 +4,8 @@
 // nspawn, QEMU initramfs) use the directory itself.
 //
 // Profile "minimal": the host's static busybox and the isobench binary.
+// Profile "tools": minimal plus the host's sysbench, fio, iperf3 and
+// sockperf with their shared libraries (see tools.go).
 package image
 
 import (
@@ -20,10 +22,14 @@ import (
 	"strings"
 )
 
-// Profiles known to Build.
+// Profiles known to Build (Tools is declared in tools.go).
 const (
 	Minimal = "minimal"
 )
+
+func unknownProfile(p string) error {
+	return fmt.Errorf("unknown image profile %q (known: %s, %s)", p, Minimal, Tools)
+}
 
 // AgentPath is where the isobench binary lives inside every image.
 const AgentPath = "/usr/local/bin/isobench"
@@ -40,6 +46,13 @@ type Builder struct {
 // Digest identifies the content a profile will be built from, so a cached
 // image can be reused exactly when nothing changed.
 func (b Builder) Digest(profile string) (string, error) {
+	switch profile {
+	case Tools:
+		return b.ToolsDigest(context.Background(), nil)
+	case Minimal:
+	default:
+		return "", unknownProfile(profile)
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "profile=%s\n", profile)
 	bb, err := b.busybox()
@@ -86,8 +99,12 @@ func isStatic(path string) bool {
 // BuildRootfs writes profile's root file system into dir (which must not
 // exist yet or be empty).
 func (b Builder) BuildRootfs(ctx context.Context, profile, dir string) error {
-	if profile != Minimal {
-		return fmt.Errorf("unknown image profile %q (known: %s)", profile, Minimal)
+	switch profile {
+	case Tools:
+		return b.BuildToolsRootfs(ctx, dir, nil)
+	case Minimal:
+	default:
+		return unknownProfile(profile)
 	}
 	bb, err := b.busybox()
 	if err != nil {
