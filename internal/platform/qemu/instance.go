@@ -263,7 +263,10 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 			return nil, fmt.Errorf("qemu: %w", err)
 		}
 		in.bridge, in.lease = br, a
-		if err := br.Ensure(ctx); err != nil {
+		p.bridgeMu.Lock()
+		err = br.Ensure(ctx)
+		p.bridgeMu.Unlock()
+		if err != nil {
 			return nil, fmt.Errorf("qemu: %w", err)
 		}
 		in.tap = "isq" + randomHex(5)

@@ -64,6 +64,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/guest"
+	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/spec"
 )
@@ -119,6 +120,7 @@ type Platform struct {
 	RootfsHookKey string
 
 	buildMu  sync.Mutex
+	bridgeMu sync.Mutex // hostnet.Ensure is not safe to run concurrently
 	accelMu  sync.Mutex
 	accel    string // resolved accelerator, "" until known
 	accelWhy string
@@ -272,6 +274,25 @@ func (p *Platform) Facts(ctx context.Context) map[string]string {
 	f["accel"] = a
 	f["accel_reason"] = why
 	return f
+}
+
+// Prepare builds (or finds cached) the initramfs of profile and settles
+// the accelerator, so neither is timed as an instance's startup.
+func (p *Platform) Prepare(ctx context.Context, profile string) error {
+	if profile == "" {
+		profile = image.Minimal
+	}
+	if p.initrd == "" {
+		k, err := p.findKernel()
+		if err != nil {
+			return err
+		}
+		if _, err := p.buildInitramfs(ctx, profile, k); err != nil {
+			return err
+		}
+	}
+	_, _, err := p.resolveAccel(ctx)
+	return err
 }
 
 // Close implements platform.Platform; instances own all they create.

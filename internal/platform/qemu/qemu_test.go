@@ -375,4 +375,3 @@ func TestProtocol(t *testing.T) {
 	}
 	k.close()
 }
-
