@@ -52,7 +52,9 @@ func read(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// Fingerprint describes this host now.
+// Fingerprint describes this host now. Besides the keys above it records
+// "swap" (on/off, from /proc/swaps), "cwd" and "cwd_fs" (the file system
+// of the working directory); AddStorage adds the state directory's.
 func Fingerprint() map[string]string {
 	f := map[string]string{
 		"isobench_version": Version,
@@ -106,6 +108,12 @@ func Fingerprint() map[string]string {
 			}
 		}
 		f["mitigations_vulnerable"] = strconv.Itoa(vulnerable)
+	}
+	if on, ok := swapOn(); ok {
+		f["swap"] = map[bool]string{true: "on", false: "off"}[on]
+	}
+	if wd, err := os.Getwd(); err == nil {
+		AddStorage(f, "cwd", wd)
 	}
 	if _, err := os.Stat("/dev/kvm"); err == nil {
 		f["dev_kvm"] = "present"
