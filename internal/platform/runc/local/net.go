@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/isobench/isobench/internal/hostnet"
 )
@@ -42,7 +43,7 @@ func NewBridgeNetns(ctx context.Context, br *hostnet.Bridge, id string) (*Netns,
 	n := &Netns{Name: id, HostVeth: VethName(id), Addr: addr, Bridge: br}
 	// lease first, then the bridge: a live lease keeps other processes'
 	// Release from deleting the bridge under us
-	if err := br.Ensure(ctx); err != nil {
+	if err := EnsureBridge(ctx, br); err != nil {
 		n.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -64,6 +65,33 @@ func NewBridgeNetns(ctx context.Context, br *hostnet.Bridge, id string) (*Netns,
 		}
 	}
 	return n, nil
+}
+
+// EnsureBridge is br.Ensure made safe for concurrent callers: Ensure
+// treats an existing link as done, but a racing caller may fail adding the
+// gateway address the other just added, or return before it is added. It
+// retries until the bridge has its gateway address and is up.
+func EnsureBridge(ctx context.Context, br *hostnet.Bridge) error {
+	var err error
+	for attempt := 0; attempt < 100; attempt++ {
+		err = br.Ensure(ctx)
+		if err == nil {
+			out, _ := Output(ctx, "ip", "-o", "addr", "show", "dev", br.Name)
+			if strings.Contains(out, " "+br.Gateway().String()+"/") {
+				flags, _ := os.ReadFile("/sys/class/net/" + br.Name + "/flags")
+				if f, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(string(flags), "0x")), 16, 32); f&1 == 1 { // IFF_UP
+					return nil
+				}
+			}
+			err = fmt.Errorf("bridge %s is not configured yet", br.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return err
 }
 
 // Close deletes the veth and the namespace and releases the lease (which

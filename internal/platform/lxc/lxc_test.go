@@ -1,0 +1,106 @@
+package lxc
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/conformance"
+)
+
+// TestConformance runs the shared platform suite against LXC.
+func TestConformance(t *testing.T) {
+	agent := conformance.BuildAgent(t)
+	state := t.TempDir()
+	conformance.Run(t, func(t *testing.T) platform.Platform {
+		o, err := platform.ParseOptions("lxc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(t.Context(), o, platform.Env{AgentBinary: agent, StateDir: state, Log: os.Stderr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}, conformance.Opts{
+		Leftovers: func(ctx context.Context) ([]string, error) { return Leftovers(ctx, state) },
+	})
+}
+
+// TestStartup times create → agent hello → exit, for the report.
+func TestStartup(t *testing.T) {
+	agent := conformance.BuildAgent(t)
+	p, err := New(t.Context(), platform.Options{}, platform.Env{AgentBinary: agent, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Available(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, "lxc", err)
+	}
+	if err := p.(platform.Preparer).Prepare(t.Context(), "minimal"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		var out strings.Builder
+		start := time.Now()
+		inst, err := p.Create(t.Context(), platform.Spec{Image: "minimal", Main: []string{platform.AgentPlaceholder, "agent", "hello"}, MainStdout: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, err := inst.Wait(t.Context())
+		total := time.Since(start)
+		if err != nil || code != 0 || !strings.Contains(out.String(), "hello") {
+			t.Fatalf("Wait = %d, %v; stdout %q", code, err, out.String())
+		}
+		if err := inst.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("lxc create→hello→exit %v, with close %v", total, time.Since(start))
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	o := platform.Options{Base: platform.Spec{Network: "weird"}}
+	if _, err := New(t.Context(), o, platform.Env{AgentBinary: "/a", StateDir: t.TempDir()}); err == nil {
+		t.Error("unknown network accepted")
+	}
+	if _, err := New(t.Context(), platform.Options{}, platform.Env{}); err == nil {
+		t.Error("missing agent binary accepted")
+	}
+}
+
+func TestConfig(t *testing.T) {
+	s := platform.Spec{CPUs: 0.5, Memory: 128 << 20, Main: []string{platform.AgentPlaceholder, "agent", "hello"}}
+	c := config(s, containerConfig{rootfs: "/st/instances/x/rootfs", volume: "/st/instances/x/volume", network: platform.NetBridge,
+		addr: netip.MustParsePrefix("10.199.0.5/24"), gateway: netip.MustParseAddr("10.199.0.1"), bridge: "isobr0", veth: "isvl12345678"})
+	for _, want := range []string{
+		"lxc.rootfs.path = dir:/st/instances/x/rootfs\n",
+		"lxc.net.0.type = veth\n", "lxc.net.0.link = isobr0\n", "lxc.net.0.veth.pair = isvl12345678\n",
+		"lxc.net.0.ipv4.address = 10.199.0.5/24\n", "lxc.net.0.ipv4.gateway = 10.199.0.1\n",
+		"lxc.cgroup.cpu.cfs_quota_us = 50000\n", "lxc.cgroup.cpu.cfs_period_us = 100000\n",
+		"lxc.cgroup.memory.limit_in_bytes = 134217728\n", "lxc.apparmor.profile = unconfined\n",
+		"lxc.environment = ISOBENCH_SCRATCH=/isobench-scratch\n",
+		"lxc.mount.entry = /st/instances/x/volume isobench-scratch none bind,create=dir 0 0\n",
+		"lxc.init.cmd = /usr/local/bin/isobench agent hello\n",
+	} {
+		if !strings.Contains(c, want) {
+			t.Errorf("config lacks %q:\n%s", want, c)
+		}
+	}
+	c = config(platform.Spec{CPUs: 2, Memory: 1 << 30}, containerConfig{rootfs: "/r", network: platform.NetHost, cgroupV2: true, apparmor: true})
+	for _, want := range []string{"lxc.net.0.type = none\n", "lxc.cgroup2.cpu.max = 200000 100000\n", "lxc.cgroup2.memory.max = 1073741824\n", "lxc.init.cmd = /usr/local/bin/isobench agent idle\n"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("v2 host config lacks %q:\n%s", want, c)
+		}
+	}
+	if strings.Contains(c, "apparmor") || strings.Contains(c, "mount.entry") {
+		t.Errorf("v2 host config:\n%s", c)
+	}
+	if c := config(platform.Spec{}, containerConfig{network: platform.NetNone}); !strings.Contains(c, "lxc.net.0.type = empty\n") || strings.Contains(c, "lxc.cgroup") {
+		t.Errorf("none config:\n%s", c)
+	}
+}

@@ -1,0 +1,102 @@
+package local
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/isobench/isobench/internal/platform"
+)
+
+func TestIDs(t *testing.T) {
+	a, b := NewID("r"), NewID("r")
+	if a == b || !strings.HasPrefix(a, "isob-r") || len(a) != len("isob-r")+8 {
+		t.Errorf("ids %q %q", a, b)
+	}
+	if v := VethName(a); len(v) > 15 || !strings.HasPrefix(v, "isvr") {
+		t.Errorf("veth name %q", v)
+	}
+}
+
+func TestArgv(t *testing.T) {
+	if g := GuestArgv([]string{platform.AgentPlaceholder, "agent", "hello"}); strings.Join(g, " ") != "/usr/local/bin/isobench agent hello" {
+		t.Errorf("GuestArgv %q", g)
+	}
+	if m := MainArgv(platform.Spec{}); strings.Join(m, " ") != "/usr/local/bin/isobench agent idle" {
+		t.Errorf("MainArgv %q", m)
+	}
+	// the copy-in script works with a host shell too
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "a b", "c")
+	argv := CopyInArgv(dst, 0o640)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin = strings.NewReader("content")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	st, err := os.Stat(dst)
+	if err != nil || st.Mode().Perm() != 0o640 {
+		t.Fatalf("stat %v %v", st, err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "content" {
+		t.Errorf("content %q", b)
+	}
+}
+
+func TestProcessTree(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 60 & sleep 60 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if p := Parent(cmd.Process.Pid); p != os.Getpid() {
+		t.Errorf("Parent = %d, want %d", p, os.Getpid())
+	}
+	var d []int
+	for i := 0; i < 200 && len(d) < 2; i++ {
+		d = Descendants(cmd.Process.Pid)
+		exec.Command("true").Run()
+	}
+	if len(d) != 2 {
+		t.Fatalf("descendants %v, want the two sleeps", d)
+	}
+	KillTree(cmd.Process.Pid)
+	cmd.Wait()
+	for _, p := range d {
+		if Parent(p) == cmd.Process.Pid {
+			t.Errorf("descendant %d still alive", p)
+		}
+	}
+}
+
+func TestRunExitAndCancel(t *testing.T) {
+	ctx := context.Background()
+	err := Run(ctx, exec.CommandContext(ctx, "sh", "-c", "exit 4"), []string{"x"}, "test")
+	var ee *platform.ExitError
+	if !asExit(err, &ee) || ee.Code != 4 {
+		t.Errorf("exit 4 gave %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := Run(cctx, exec.CommandContext(cctx, "sleep", "10"), []string{"sleep"}, "test"); err == nil || !strings.Contains(err.Error(), "canceled") {
+		t.Errorf("cancelled run gave %v", err)
+	}
+}
+
+func asExit(err error, ee **platform.ExitError) bool {
+	e, ok := err.(*platform.ExitError)
+	*ee = e
+	return ok
+}
+
+func TestUnescapeAndMounts(t *testing.T) {
+	if got := unescape(`/a\040b\134c`); got != `/a b\c` {
+		t.Errorf("unescape %q", got)
+	}
+	if m := MountsUnder("/proc"); len(m) == 0 || m[0] != "/proc" {
+		t.Errorf("mounts under /proc %q", m)
+	}
+}
