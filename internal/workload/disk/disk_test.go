@@ -34,7 +34,7 @@ func TestParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.Str("pattern") != "randread" || p.Size("bs") != 4096 || p.Size("size") != 1<<30 || !p.Bool("direct") ||
-		p.Int("iodepth") != 16 || p.Int("jobs") != 1 || p.Int("fsync") != 0 || p.Int("rwmixread") != 50 {
+		p.Int("iodepth") != 16 || p.Str("engine") != "aio" || p.Int("jobs") != 1 || p.Int("fsync") != 0 || p.Int("rwmixread") != 50 {
 		t.Errorf("defaults: %s", p)
 	}
 }
@@ -99,59 +99,61 @@ func scratchIsEmpty(t *testing.T, dir string) {
 func TestRunPatterns(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(workload.ScratchEnv, dir)
-	for _, direct := range []string{"true", "false"} {
-		for _, pat := range []string{"randread", "randwrite", "read", "write", "rw", "randrw"} {
-			params := "size=1m,bs=4k,iodepth=2,jobs=2,duration=50ms,direct=" + direct + ",pattern=" + pat
-			if pat == "randwrite" || pat == "rw" {
-				params += ",fsync=8"
-			}
-			p, err := Def.FromString(params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			readies := 0
-			ms, err := Def.Agent(context.Background(), p, func() error { readies++; return nil })
-			if err != nil && direct == "true" && strings.Contains(err.Error(), "rejects O_DIRECT") {
-				t.Logf("%s: %v", params, err)
-				scratchIsEmpty(t, dir)
-				continue
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", params, err)
-			}
-			if readies != 1 {
-				t.Fatalf("ready called %d times", readies)
-			}
-			units := map[string]string{"iops": "IO/s", "mib_per_sec": "MiB/s", "lat_p50": "ms", "lat_p95": "ms", "lat_p99": "ms", "lat_max": "ms"}
-			if pat == "rw" || pat == "randrw" {
-				units["read_iops"] = "IO/s"
-				units["write_iops"] = "IO/s"
-			}
-			got := map[string]float64{}
-			for _, m := range ms {
-				if err := m.Validate(); err != nil {
+	for _, engine := range []string{"aio", "threads"} {
+		for _, direct := range []string{"true", "false"} {
+			for _, pat := range []string{"randread", "randwrite", "read", "write", "rw", "randrw"} {
+				params := "size=1m,bs=4k,iodepth=2,jobs=2,duration=50ms,direct=" + direct + ",pattern=" + pat + ",engine=" + engine
+				if pat == "randwrite" || pat == "rw" {
+					params += ",fsync=8"
+				}
+				p, err := Def.FromString(params)
+				if err != nil {
 					t.Fatal(err)
 				}
-				if units[m.Name] != m.Unit || m.Value <= 0 {
-					t.Errorf("%s: metric %+v", params, m)
+				readies := 0
+				ms, err := Def.Agent(context.Background(), p, func() error { readies++; return nil })
+				if err != nil && direct == "true" && strings.Contains(err.Error(), "rejects O_DIRECT") {
+					t.Logf("%s: %v", params, err)
+					scratchIsEmpty(t, dir)
+					continue
 				}
-				got[m.Name] = m.Value
-			}
-			if len(got) != len(units) {
-				t.Errorf("%s: metrics %v, want %v", params, got, units)
-			}
-			if r := got["mib_per_sec"] * 1024 * 1024 / 4096 / got["iops"]; r < 0.999 || r > 1.001 {
-				t.Errorf("%s: MiB/s and IOPS disagree", params)
-			}
-			if !(got["lat_p50"] <= got["lat_p95"] && got["lat_p95"] <= got["lat_p99"] && got["lat_p99"] <= got["lat_max"]) {
-				t.Errorf("%s: percentiles out of order: %v", params, got)
-			}
-			if pat == "rw" || pat == "randrw" {
-				if s := got["read_iops"] + got["write_iops"]; s < 0.999*got["iops"] || s > 1.001*got["iops"] {
-					t.Errorf("%s: read+write IOPS %v != IOPS %v", params, s, got["iops"])
+				if err != nil {
+					t.Fatalf("%s: %v", params, err)
 				}
+				if readies != 1 {
+					t.Fatalf("ready called %d times", readies)
+				}
+				units := map[string]string{"iops": "IO/s", "mib_per_sec": "MiB/s", "lat_p50": "ms", "lat_p95": "ms", "lat_p99": "ms", "lat_max": "ms"}
+				if pat == "rw" || pat == "randrw" {
+					units["read_iops"] = "IO/s"
+					units["write_iops"] = "IO/s"
+				}
+				got := map[string]float64{}
+				for _, m := range ms {
+					if err := m.Validate(); err != nil {
+						t.Fatal(err)
+					}
+					if units[m.Name] != m.Unit || m.Value <= 0 {
+						t.Errorf("%s: metric %+v", params, m)
+					}
+					got[m.Name] = m.Value
+				}
+				if len(got) != len(units) {
+					t.Errorf("%s: metrics %v, want %v", params, got, units)
+				}
+				if r := got["mib_per_sec"] * 1024 * 1024 / 4096 / got["iops"]; r < 0.999 || r > 1.001 {
+					t.Errorf("%s: MiB/s and IOPS disagree", params)
+				}
+				if !(got["lat_p50"] <= got["lat_p95"] && got["lat_p95"] <= got["lat_p99"] && got["lat_p99"] <= got["lat_max"]) {
+					t.Errorf("%s: percentiles out of order: %v", params, got)
+				}
+				if pat == "rw" || pat == "randrw" {
+					if s := got["read_iops"] + got["write_iops"]; s < 0.999*got["iops"] || s > 1.001*got["iops"] {
+						t.Errorf("%s: read+write IOPS %v != IOPS %v", params, s, got["iops"])
+					}
+				}
+				scratchIsEmpty(t, dir)
 			}
-			scratchIsEmpty(t, dir)
 		}
 	}
 }
@@ -159,24 +161,25 @@ func TestRunPatterns(t *testing.T) {
 func TestCancelRemovesFiles(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(workload.ScratchEnv, dir)
-	p, err := Def.FromString("size=1m,direct=false,duration=1h,jobs=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, err = Def.Agent(ctx, p, func() error {
-		ents, _ := os.ReadDir(dir)
-		if len(ents) != 2 {
-			t.Errorf("%d files laid out before ready, want 2", len(ents))
+	for _, engine := range []string{"aio", "threads"} {
+		p, err := Def.FromString("size=1m,direct=false,duration=1h,jobs=2,engine=" + engine)
+		if err != nil {
+			t.Fatal(err)
 		}
-		cancel()
-		return nil
-	})
-	if err == nil {
-		t.Fatal("cancelled run reported success")
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err = Def.Agent(ctx, p, func() error {
+			ents, _ := os.ReadDir(dir)
+			if len(ents) != 2 {
+				t.Errorf("%d files laid out before ready, want 2", len(ents))
+			}
+			cancel()
+			return nil
+		})
+		if err == nil {
+			t.Fatal("cancelled run reported success")
+		}
+		scratchIsEmpty(t, dir)
 	}
-	scratchIsEmpty(t, dir)
 }
 
 func TestReadyErrorRemovesFiles(t *testing.T) {
