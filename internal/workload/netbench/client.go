@@ -1,0 +1,341 @@
+package netbench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/isobench/isobench/internal/sample"
+)
+
+// Client modes, as the _net-client parameter "mode" spells them.
+const (
+	ModeStream = "stream"
+	ModeRR     = "rr"
+	ModeCRR    = "crr"
+)
+
+// clientConfig is what one client (one instance's worth of streams) does.
+type clientConfig struct {
+	addr      string // host:port of the server
+	mode      string // ModeStream, ModeRR, ModeCRR
+	download  bool   // stream only: the server sends
+	streams   int
+	msg       int // stream write size, or rr/crr request size
+	resp      int // rr/crr response size
+	duration  time.Duration
+	dialLimit time.Duration // bound on one connect
+}
+
+// client is a client whose untimed setup (connecting) is done.
+type client struct {
+	cfg   clientConfig
+	conns []net.Conn // stream and rr: one per stream, connected
+}
+
+// prepare connects the streams (not for crr, whose connects are timed).
+func prepare(ctx context.Context, cfg clientConfig) (*client, error) {
+	c := &client{cfg: cfg}
+	if cfg.mode == ModeCRR {
+		return c, nil
+	}
+	d := net.Dialer{Timeout: cfg.dialLimit}
+	for i := 0; i < cfg.streams; i++ {
+		conn, err := d.DialContext(ctx, "tcp", cfg.addr)
+		if err != nil {
+			c.close()
+			return nil, fmt.Errorf("netbench: connect to %s: %w", cfg.addr, err)
+		}
+		noDelay(conn)
+		c.conns = append(c.conns, conn)
+	}
+	return c, nil
+}
+
+func (c *client) close() {
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+}
+
+// result is what a client measured.
+type result struct {
+	bytes   int64         // stream payload bytes counted at the receiver
+	trans   int64         // rr/crr transactions
+	elapsed time.Duration // from start to the last stream's end
+	hist    *histogram    // rr/crr latency
+}
+
+// run is the timed part: every stream for the configured duration.
+func (c *client) run(ctx context.Context) (result, error) {
+	defer c.close()
+	start := time.Now()
+	end := start.Add(c.cfg.duration)
+	n := c.cfg.streams
+	res := make([]result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			var conn net.Conn
+			if i < len(c.conns) {
+				conn = c.conns[i]
+				stop := context.AfterFunc(ctx, func() { conn.Close() })
+				defer stop()
+			}
+			switch {
+			case c.cfg.mode == ModeStream && c.cfg.download:
+				res[i], errs[i] = c.download(conn, start, end)
+			case c.cfg.mode == ModeStream:
+				res[i], errs[i] = c.upload(conn, start, end)
+			case c.cfg.mode == ModeRR:
+				res[i], errs[i] = c.rr(conn, start, end)
+			default:
+				res[i], errs[i] = c.crr(ctx, start, end)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return result{}, ctx.Err()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return result{}, err
+	}
+	total := result{hist: &histogram{}}
+	for _, r := range res {
+		total.bytes += r.bytes
+		total.trans += r.trans
+		total.elapsed = max(total.elapsed, r.elapsed)
+		if r.hist != nil {
+			total.hist.merge(r.hist)
+		}
+	}
+	return total, nil
+}
+
+// grace bounds how long a stream may take past its end (a dead server).
+const grace = 30 * time.Second
+
+func (c *client) upload(conn net.Conn, start, end time.Time) (result, error) {
+	if _, err := conn.Write(header{mode: modeUpload, msg: uint32(c.cfg.msg)}.encode()); err != nil {
+		return result{}, fmt.Errorf("netbench upload: %w", err)
+	}
+	buf := make([]byte, c.cfg.msg)
+	conn.SetWriteDeadline(end)
+	for time.Now().Before(end) {
+		if _, err := conn.Write(buf); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				break
+			}
+			return result{}, fmt.Errorf("netbench upload: %w", err)
+		}
+	}
+	conn.SetDeadline(time.Now().Add(grace))
+	if tc, ok := conn.(*net.TCPConn); ok {
+		if err := tc.CloseWrite(); err != nil {
+			return result{}, fmt.Errorf("netbench upload: %w", err)
+		}
+	}
+	var cnt [8]byte
+	if _, err := io.ReadFull(conn, cnt[:]); err != nil {
+		return result{}, fmt.Errorf("netbench upload: server did not confirm the bytes it received: %w", err)
+	}
+	return result{bytes: int64(binary.BigEndian.Uint64(cnt[:])), elapsed: time.Since(start)}, nil
+}
+
+func (c *client) download(conn net.Conn, start, end time.Time) (result, error) {
+	if _, err := conn.Write(header{mode: modeDownload, msg: uint32(c.cfg.msg)}.encode()); err != nil {
+		return result{}, fmt.Errorf("netbench download: %w", err)
+	}
+	buf := make([]byte, max(c.cfg.msg, 64<<10))
+	conn.SetReadDeadline(end)
+	var n int64
+	for {
+		k, err := conn.Read(buf)
+		n += int64(k)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				break
+			}
+			return result{}, fmt.Errorf("netbench download: %w", err)
+		}
+	}
+	return result{bytes: n, elapsed: time.Since(start)}, nil
+}
+
+func (c *client) rr(conn net.Conn, start, end time.Time) (result, error) {
+	h := &histogram{}
+	if _, err := conn.Write(header{mode: modeRR, msg: uint32(c.cfg.msg), resp: uint32(c.cfg.resp)}.encode()); err != nil {
+		return result{}, fmt.Errorf("netbench rr: %w", err)
+	}
+	conn.SetDeadline(end.Add(grace))
+	req := make([]byte, c.cfg.msg)
+	resp := make([]byte, c.cfg.resp)
+	var n int64
+	now := time.Now()
+	for now.Before(end) {
+		t := now
+		if _, err := conn.Write(req); err != nil {
+			return result{}, fmt.Errorf("netbench rr: %w", err)
+		}
+		if _, err := io.ReadFull(conn, resp); err != nil {
+			return result{}, fmt.Errorf("netbench rr: %w", err)
+		}
+		now = time.Now()
+		h.add(now.Sub(t))
+		n++
+	}
+	return result{trans: n, elapsed: now.Sub(start), hist: h}, nil
+}
+
+func (c *client) crr(ctx context.Context, start, end time.Time) (result, error) {
+	h := &histogram{}
+	d := net.Dialer{Timeout: c.cfg.dialLimit}
+	msg := append(header{mode: modeCRR, msg: uint32(c.cfg.msg), resp: uint32(c.cfg.resp)}.encode(), make([]byte, c.cfg.msg)...)
+	resp := make([]byte, c.cfg.resp)
+	var one [1]byte
+	var n int64
+	now := time.Now()
+	for now.Before(end) {
+		t := now
+		conn, err := d.DialContext(ctx, "tcp", c.cfg.addr)
+		if err != nil {
+			return result{}, fmt.Errorf("netbench crr: connect to %s: %w", c.cfg.addr, err)
+		}
+		noDelay(conn)
+		conn.SetDeadline(end.Add(grace))
+		if _, err := conn.Write(msg); err != nil {
+			conn.Close()
+			return result{}, fmt.Errorf("netbench crr: %w", err)
+		}
+		if _, err := io.ReadFull(conn, resp); err != nil {
+			conn.Close()
+			return result{}, fmt.Errorf("netbench crr: %w", err)
+		}
+		// the server closes first; wait for its FIN so the close is timed
+		if k, err := conn.Read(one[:]); k != 0 || !errors.Is(err, io.EOF) {
+			conn.Close()
+			return result{}, fmt.Errorf("netbench crr: server did not close after its response (read %d, %v)", k, err)
+		}
+		conn.Close()
+		now = time.Now()
+		h.add(now.Sub(t))
+		n++
+	}
+	return result{trans: n, elapsed: now.Sub(start), hist: h}, nil
+}
+
+// metrics turns a client's result into samples for its workload.
+func metrics(mode string, r result) ([]sample.Metric, error) {
+	secs := r.elapsed.Seconds()
+	if secs <= 0 {
+		return nil, errors.New("netbench: nothing was measured (zero elapsed time)")
+	}
+	switch mode {
+	case ModeStream:
+		if r.bytes == 0 {
+			return nil, errors.New("netbench: no bytes were transferred")
+		}
+		return []sample.Metric{
+			{Name: "throughput", Value: float64(r.bytes) * 8 / secs / 1e9, Unit: "Gbit/s", Better: sample.Higher, Agg: sample.Sum},
+		}, nil
+	case ModeRR, ModeCRR:
+		if r.trans == 0 {
+			return nil, errors.New("netbench: no transaction completed")
+		}
+		name := "transactions_per_sec"
+		unit := "transactions/s"
+		if mode == ModeCRR {
+			name, unit = "connections_per_sec", "connections/s"
+		}
+		return []sample.Metric{
+			{Name: name, Value: float64(r.trans) / secs, Unit: unit, Better: sample.Higher, Agg: sample.Sum},
+			{Name: "latency_avg", Value: us(r.hist.mean()), Unit: "us", Better: sample.Lower, Agg: sample.Mean},
+			{Name: "latency_p50", Value: us(r.hist.quantile(0.50)), Unit: "us", Better: sample.Lower, Agg: sample.Max},
+			{Name: "latency_p99", Value: us(r.hist.quantile(0.99)), Unit: "us", Better: sample.Lower, Agg: sample.Max},
+		}, nil
+	}
+	return nil, fmt.Errorf("netbench: unknown mode %q", mode)
+}
+
+func us(d float64) float64 { return d / 1e3 }
+
+// histogram is a log-linear latency histogram in nanoseconds: exact below
+// 128 ns, then 128 buckets per power of two (relative error below 0.8%).
+type histogram struct {
+	counts [sub + 40*sub]int64
+	n      int64
+	sum    float64 // ns
+}
+
+const sub = 128
+
+func bucket(v int64) int {
+	if v < sub {
+		return int(max(v, 0))
+	}
+	shift := bits.Len64(uint64(v)) - 8
+	i := sub + shift*sub + int(v>>shift) - sub
+	return min(i, len(histogram{}.counts)-1)
+}
+
+// mid is the middle of bucket i in ns.
+func mid(i int) float64 {
+	if i < sub {
+		return float64(i)
+	}
+	shift := (i - sub) / sub
+	top := sub + (i-sub)%sub
+	lo := float64(int64(top) << shift)
+	return lo + float64(int64(1)<<shift)/2
+}
+
+func (h *histogram) add(d time.Duration) {
+	h.counts[bucket(int64(d))]++
+	h.n++
+	h.sum += float64(d)
+}
+
+func (h *histogram) merge(o *histogram) {
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.n += o.n
+	h.sum += o.sum
+}
+
+func (h *histogram) mean() float64 {
+	if h.n == 0 {
+		return 0
+	}
+	return h.sum / float64(h.n)
+}
+
+// quantile returns the q-quantile (0..1) in ns.
+func (h *histogram) quantile(q float64) float64 {
+	if h.n == 0 {
+		return 0
+	}
+	rank := int64(math.Ceil(q * float64(h.n)))
+	rank = max(rank, 1)
+	var cum int64
+	for i, c := range h.counts {
+		cum += c
+		if cum >= rank {
+			return mid(i)
+		}
+	}
+	return mid(len(h.counts) - 1)
+}

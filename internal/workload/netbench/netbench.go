@@ -1,0 +1,578 @@
+// Package netbench measures TCP networking between a server and clients
+// placed on the host or in instances: tcp-stream (bulk throughput, like
+// iperf3), tcp-rr (request/response with one transaction outstanding per
+// stream, like netperf TCP_RR) and tcp-crr (connect, request, response,
+// close, like netperf TCP_CRR).
+//
+// Both ends are this package's code, so host and guest ends are the same
+// program: in an instance they run as the hidden agent workloads
+// _net-server and _net-client; on the host they run in-process. The
+// workloads themselves are host-driven: they create the server instance,
+// the client instances, release the clients through a barrier and stop the
+// server. Only loopback and the instances' own (private) addresses, or the
+// host's address on the instances' bridge, are ever connected to.
+package netbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/isobench/isobench/internal/agent"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// Names of the hidden in-guest halves.
+const (
+	ServerName = "_net-server"
+	ClientName = "_net-client"
+)
+
+// Placements.
+const (
+	OnHost     = "host"
+	OnInstance = "instance"
+)
+
+func placementParams() []workload.Param {
+	return []workload.Param{
+		{Name: "server", Kind: workload.Enum, Enum: []string{OnInstance, OnHost}, Default: OnInstance, Help: "where the server runs: in an instance, or in isobench on the host"},
+		{Name: "client", Kind: workload.Enum, Enum: []string{OnHost, OnInstance}, Default: OnHost, Help: "where the clients run: N goroutines on the host, or N instances"},
+		{Name: "streams", Kind: workload.Int, Default: "1", Min: 1, Max: 1024, Help: "connections per client"},
+		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 0.1, Max: 86400, Help: "how long the clients run"},
+		{Name: "port", Kind: workload.Int, Default: "0", Min: 0, Max: 65535, Help: "server port; 0 picks a free one"},
+	}
+}
+
+func sizeParams() []workload.Param {
+	return []workload.Param{
+		{Name: "req-size", Kind: workload.Size, Default: "100", Min: 1, Max: maxMsg, Help: "request bytes"},
+		{Name: "resp-size", Kind: workload.Size, Default: "100", Min: 1, Max: maxMsg, Help: "response bytes"},
+	}
+}
+
+func checkPlacement(p workload.Params) error {
+	if p.Str("server") == OnHost && p.Str("client") == OnHost {
+		return errors.New("server=host with client=host involves no instance; put the server or the clients in instances")
+	}
+	return nil
+}
+
+func timeout(p workload.Params) time.Duration { return p.Duration("duration") + 3*time.Minute }
+
+// Defs are the network workloads, the hidden in-guest halves included;
+// register all of them (the agent needs the hidden ones).
+func Defs() []workload.Def {
+	return []workload.Def{TCPStream, TCPRR, TCPCRR, Server, Client}
+}
+
+// TCPStream is bulk TCP throughput.
+var TCPStream = workload.Def{
+	Name: "tcp-stream",
+	Help: "bulk TCP throughput between a server and N clients (iperf3-like), Gbit/s; placement server=instance|host, client=host|instance",
+	Params: append(placementParams(),
+		workload.Param{Name: "msg-size", Kind: workload.Size, Default: "128k", Min: 1, Max: maxMsg, Help: "bytes per write"},
+		workload.Param{Name: "direction", Kind: workload.Enum, Enum: []string{"upload", "download"}, Default: "upload", Help: "upload: clients send; download: the server sends"},
+	),
+	Check:   checkPlacement,
+	Host:    hostRun(ModeStream),
+	Timeout: timeout,
+}
+
+// TCPRR is TCP request/response latency and rate.
+var TCPRR = workload.Def{
+	Name:    "tcp-rr",
+	Help:    "TCP request/response, one outstanding per stream (netperf TCP_RR): transactions/s and latency p50/p99/avg (us)",
+	Params:  append(placementParams(), sizeParams()...),
+	Check:   checkPlacement,
+	Host:    hostRun(ModeRR),
+	Timeout: timeout,
+}
+
+// TCPCRR is TCP connect/request/response/close rate.
+var TCPCRR = workload.Def{
+	Name:    "tcp-crr",
+	Help:    "TCP connect/request/response/close per stream (netperf TCP_CRR): connections/s and latency (us)",
+	Params:  append(placementParams(), sizeParams()...),
+	Check:   checkPlacement,
+	Host:    hostRun(ModeCRR),
+	Timeout: timeout,
+}
+
+// Server is the in-guest server: it listens on bind:port, reports ready,
+// and serves until a client sends stop (or its timeout passes).
+var Server = workload.Def{
+	Name: ServerName,
+	Help: "internal: the network workloads' server end",
+	Params: []workload.Param{
+		{Name: "bind", Kind: workload.String, Default: "0.0.0.0", Help: "address to listen on"},
+		{Name: "port", Kind: workload.Int, Default: "5201", Min: 1, Max: 65535, Help: "port to listen on"},
+		{Name: "timeout", Kind: workload.Duration, Default: "1h", Min: 1, Max: 86400, Help: "stop serving after this long even without a stop"},
+	},
+	Agent: serveAgent,
+}
+
+// Client is the in-guest client: it connects (untimed), waits for the
+// barrier, runs for duration and reports its metrics.
+var Client = workload.Def{
+	Name: ClientName,
+	Help: "internal: the network workloads' client end",
+	Params: []workload.Param{
+		{Name: "addr", Kind: workload.String, Default: "127.0.0.1", Help: "server address"},
+		{Name: "port", Kind: workload.Int, Default: "5201", Min: 1, Max: 65535, Help: "server port"},
+		{Name: "mode", Kind: workload.Enum, Enum: []string{ModeStream, ModeRR, ModeCRR}, Default: ModeStream, Help: "what to measure"},
+		{Name: "direction", Kind: workload.Enum, Enum: []string{"upload", "download"}, Default: "upload", Help: "stream direction"},
+		{Name: "streams", Kind: workload.Int, Default: "1", Min: 1, Max: 1024, Help: "connections"},
+		{Name: "msg-size", Kind: workload.Size, Default: "128k", Min: 1, Max: maxMsg, Help: "stream write size"},
+		{Name: "req-size", Kind: workload.Size, Default: "100", Min: 1, Max: maxMsg, Help: "rr/crr request bytes"},
+		{Name: "resp-size", Kind: workload.Size, Default: "100", Min: 1, Max: maxMsg, Help: "rr/crr response bytes"},
+		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 0.1, Max: 86400, Help: "how long to run"},
+	},
+	Agent: clientAgent,
+}
+
+func serveAgent(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	addr := net.JoinHostPort(p.Str("bind"), strconv.Itoa(p.Int("port")))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("netbench server: %w", err)
+	}
+	s := newServer(ln)
+	defer s.stop()
+	if err := ready(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.Duration("timeout"))
+	defer cancel()
+	if err := s.Serve(ctx); err != nil {
+		return nil, err
+	}
+	return []sample.Metric{
+		{Name: "server_connections", Value: float64(s.conns.Load()), Unit: "connections", Better: sample.Higher, Agg: sample.None},
+	}, nil
+}
+
+// configFrom reads a client configuration from _net-client parameters.
+func configFrom(p workload.Params) clientConfig {
+	cfg := clientConfig{
+		addr:      net.JoinHostPort(p.Str("addr"), strconv.Itoa(p.Int("port"))),
+		mode:      p.Str("mode"),
+		download:  p.Str("direction") == "download",
+		streams:   p.Int("streams"),
+		msg:       int(p.Size("msg-size")),
+		resp:      int(p.Size("resp-size")),
+		duration:  p.Duration("duration"),
+		dialLimit: 30 * time.Second,
+	}
+	if cfg.mode != ModeStream {
+		cfg.msg = int(p.Size("req-size"))
+	}
+	return cfg
+}
+
+func clientAgent(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	cfg := configFrom(p)
+	c, err := prepare(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	if err := ready(); err != nil {
+		return nil, err
+	}
+	r, err := c.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return metrics(cfg.mode, r)
+}
+
+// clientParams are the _net-client parameters for a host-driven run.
+func clientParams(mode string, p workload.Params, addr string, port int) map[string]string {
+	m := map[string]string{
+		"addr":     addr,
+		"port":     strconv.Itoa(port),
+		"mode":     mode,
+		"streams":  p.Str("streams"),
+		"duration": p.Str("duration"),
+	}
+	if mode == ModeStream {
+		m["msg-size"] = p.Str("msg-size")
+		m["direction"] = p.Str("direction")
+	} else {
+		m["req-size"] = p.Str("req-size")
+		m["resp-size"] = p.Str("resp-size")
+	}
+	return m
+}
+
+// checkAddr refuses anything but loopback and private addresses: the
+// network workloads never talk to the outside world.
+func checkAddr(addr string) error {
+	ip := net.ParseIP(addr)
+	if ip == nil {
+		return fmt.Errorf("netbench: %q is not an IP address", addr)
+	}
+	if !ip.IsLoopback() && !ip.IsPrivate() && !ip.IsLinkLocalUnicast() {
+		return fmt.Errorf("netbench: refusing to connect to %s: only loopback and the instances' private addresses are used", addr)
+	}
+	return nil
+}
+
+// freePort asks the kernel for a free port on loopback.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("netbench: picking a port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// hostAddrFacing returns the host's own address on the network that
+// reaches instAddr: loopback for loopback, else the address of the host
+// interface whose subnet contains instAddr (the bridge's gateway).
+func hostAddrFacing(instAddr string) (string, error) {
+	ip := net.ParseIP(instAddr)
+	if ip == nil {
+		return "", fmt.Errorf("netbench: instance address %q is not an IP", instAddr)
+	}
+	if ip.IsLoopback() {
+		return "127.0.0.1", nil
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", fmt.Errorf("netbench: listing host interfaces: %w", err)
+	}
+	for _, ifc := range ifs {
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			n, ok := a.(*net.IPNet)
+			if ok && n.Contains(ip) && !n.IP.Equal(ip) {
+				return n.IP.String(), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("netbench: no host interface is on the network of instance address %s; the host cannot serve it (use server=instance)", instAddr)
+}
+
+// run state of one host-driven repetition.
+type run struct {
+	mode string
+	p    workload.Params
+	env  workload.HostEnv
+
+	mu    sync.Mutex
+	insts []platform.Instance
+}
+
+func (r *run) create(ctx context.Context, role string) (platform.Instance, error) {
+	s := r.env.Base
+	s.Name = r.env.NewName()
+	in, err := r.env.Platform.Create(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("netbench: create %s instance: %w", role, err)
+	}
+	r.mu.Lock()
+	r.insts = append(r.insts, in)
+	r.mu.Unlock()
+	return in, nil
+}
+
+func (r *run) closeAll(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, in := range r.insts {
+		wg.Add(1)
+		go func() { defer wg.Done(); in.Close(cctx) }()
+	}
+	wg.Wait()
+}
+
+// address asks an instance for its address and checks it is one we may use.
+func address(ctx context.Context, in platform.Instance, role string) (string, error) {
+	a, err := in.Address(ctx)
+	if err != nil {
+		return "", fmt.Errorf("netbench: %s instance address: %w", role, err)
+	}
+	if a == "" {
+		return "", fmt.Errorf("netbench: the %s instance has no address (network=none?); network workloads need bridge or host", role)
+	}
+	if err := checkAddr(a); err != nil {
+		return "", err
+	}
+	return a, nil
+}
+
+func hostRun(mode string) workload.HostFunc {
+	return func(ctx context.Context, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
+		if err := checkPlacement(p); err != nil {
+			return nil, err
+		}
+		r := &run{mode: mode, p: p, env: env}
+		defer r.closeAll(ctx)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		return r.do(ctx)
+	}
+}
+
+func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
+	n := r.env.Instances
+	if n < 1 {
+		return nil, errors.New("netbench: need at least one client")
+	}
+	port := r.p.Int("port")
+	if port == 0 {
+		var err error
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	tags := map[string]string{"server": r.p.Str("server"), "client": r.p.Str("client")}
+
+	// Client instances first when the host serves them: the host listens
+	// on its address facing them.
+	var clients []platform.Instance
+	if r.p.Str("client") == OnInstance {
+		clients = make([]platform.Instance, n)
+		if err := parallel(n, func(i int) error {
+			in, err := r.create(ctx, "client")
+			clients[i] = in
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		tags["network"] = clients[0].Facts(ctx)["network"]
+	}
+
+	var serverAddr string
+	var stopServer func(context.Context) error
+	if r.p.Str("server") == OnInstance {
+		srv, err := r.create(ctx, "server")
+		if err != nil {
+			return nil, err
+		}
+		tags["network"] = srv.Facts(ctx)["network"]
+		addr, err := address(ctx, srv, "server")
+		if err != nil {
+			return nil, err
+		}
+		params := spec.Canonical(map[string]string{"bind": addr, "port": strconv.Itoa(port), "timeout": (timeout(r.p) + time.Minute).String()})
+		sess := agent.Start(ctx, srv, ServerName, params)
+		if err := sess.WaitReady(ctx); err != nil {
+			sess.Abort()
+			return nil, fmt.Errorf("netbench: server instance: %w", err)
+		}
+		if err := sess.Release(); err != nil {
+			return nil, fmt.Errorf("netbench: server instance: %w", err)
+		}
+		if err := sess.WaitStarted(ctx); err != nil {
+			return nil, fmt.Errorf("netbench: server instance: %w", err)
+		}
+		serverAddr = net.JoinHostPort(addr, strconv.Itoa(port))
+		stopServer = func(ctx context.Context) error {
+			if err := sendStop(ctx, serverAddr); err != nil {
+				sess.Abort()
+				return err
+			}
+			if _, _, err := sess.Result(ctx); err != nil {
+				return fmt.Errorf("netbench: server instance: %w", err)
+			}
+			return nil
+		}
+	} else {
+		addr, err := address(ctx, clients[0], "client")
+		if err != nil {
+			return nil, err
+		}
+		bind, err := hostAddrFacing(addr)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range clients[1:] {
+			a, err := address(ctx, c, "client")
+			if err != nil {
+				return nil, err
+			}
+			if b, err := hostAddrFacing(a); err != nil || b != bind {
+				return nil, fmt.Errorf("netbench: client instances are on different networks (%s, %s); the host serves one", addr, a)
+			}
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(bind, strconv.Itoa(port)))
+		if err != nil {
+			return nil, fmt.Errorf("netbench: host server: %w", err)
+		}
+		s := newServer(ln)
+		sctx, scancel := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(sctx) }()
+		defer scancel()
+		serverAddr = ln.Addr().String()
+		stopServer = func(context.Context) error {
+			s.stop()
+			return <-served
+		}
+	}
+	if tags["network"] == "" {
+		tags["network"] = "unknown"
+	}
+	host, portStr, _ := net.SplitHostPort(serverAddr)
+	cp := clientParams(r.mode, r.p, host, atoi(portStr))
+
+	var results []workload.InstanceResult
+	var err error
+	if r.p.Str("client") == OnInstance {
+		results, err = r.instanceClients(ctx, clients, cp, tags)
+	} else {
+		results, err = r.hostClients(ctx, cp, tags)
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if serr := stopServer(stopCtx); err == nil && serr != nil {
+		err = serr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// hostClients runs env.Instances in-process clients, connected first and
+// started together.
+func (r *run) hostClients(ctx context.Context, cp map[string]string, tags map[string]string) ([]workload.InstanceResult, error) {
+	params, err := Client.Resolve(cp)
+	if err != nil {
+		return nil, err
+	}
+	cfg := configFrom(params)
+	n := r.env.Instances
+	cs := make([]*client, n)
+	defer func() {
+		for _, c := range cs {
+			if c != nil {
+				c.close()
+			}
+		}
+	}()
+	if err := parallel(n, func(i int) error {
+		c, err := prepare(ctx, cfg)
+		cs[i] = c
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	results := make([]workload.InstanceResult, n)
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range cs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-gate
+			res, err := cs[i].run(ctx)
+			if err != nil {
+				errs[i] = fmt.Errorf("client %d: %w", i, err)
+				return
+			}
+			ms, err := metrics(cfg.mode, res)
+			if err != nil {
+				errs[i] = fmt.Errorf("client %d: %w", i, err)
+				return
+			}
+			results[i] = workload.InstanceResult{Instance: i, Metrics: ms, Tags: maps.Clone(tags)}
+		}(i)
+	}
+	close(gate)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// instanceClients runs _net-client in every client instance, released
+// through a barrier.
+func (r *run) instanceClients(ctx context.Context, clients []platform.Instance, cp map[string]string, tags map[string]string) ([]workload.InstanceResult, error) {
+	n := len(clients)
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	params := spec.Canonical(cp)
+	sessions := make([]*agent.Session, n)
+	for i, in := range clients {
+		sessions[i] = agent.Start(ectx, in, ClientName, params)
+	}
+	fail := func(err error) ([]workload.InstanceResult, error) {
+		for _, s := range sessions {
+			s.Abort()
+		}
+		return nil, err
+	}
+	if err := parallel(n, func(i int) error {
+		if err := sessions[i].WaitReady(ectx); err != nil {
+			return fmt.Errorf("client instance %d: %w", i, err)
+		}
+		return nil
+	}); err != nil {
+		return fail(err)
+	}
+	gate := make(chan struct{})
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-gate
+			if err := sessions[i].Release(); err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = sessions[i].WaitStarted(ectx)
+		}(i)
+	}
+	close(gate)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fail(err)
+	}
+	results := make([]workload.InstanceResult, n)
+	if err := parallel(n, func(i int) error {
+		ms, _, err := sessions[i].Result(ectx)
+		if err != nil {
+			return fmt.Errorf("client instance %d: %w", i, err)
+		}
+		results[i] = workload.InstanceResult{Instance: i, Metrics: ms, Tags: maps.Clone(tags)}
+		return nil
+	}); err != nil {
+		return fail(err)
+	}
+	return results, nil
+}
+
+// parallel runs f(0..n-1) concurrently and joins their errors.
+func parallel(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); errs[i] = f(i) }(i)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

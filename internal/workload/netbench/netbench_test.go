@@ -1,0 +1,298 @@
+package netbench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/conformance"
+	"github.com/isobench/isobench/internal/platform/docker"
+	"github.com/isobench/isobench/internal/platform/native"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+var agentBin string // built once by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "netbench-agent-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	agentBin = filepath.Join(dir, "isobench")
+	cmd := exec.Command("go", "build", "-o", agentBin, "./testdata/agent")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the test agent: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestHistogram(t *testing.T) {
+	h := &histogram{}
+	for i := 1; i <= 1000; i++ {
+		h.add(time.Duration(i) * time.Microsecond)
+	}
+	for _, c := range []struct{ q, want float64 }{{0.5, 500e3}, {0.99, 990e3}, {1, 1000e3}} {
+		got := h.quantile(c.q)
+		if math.Abs(got-c.want)/c.want > 0.01 {
+			t.Errorf("quantile(%v) = %v ns, want %v within 1%%", c.q, got, c.want)
+		}
+	}
+	if m := h.mean(); math.Abs(m-500.5e3) > 1 {
+		t.Errorf("mean = %v, want 500500", m)
+	}
+	// bucket and mid agree: every value lands in a bucket whose middle is close
+	for _, v := range []int64{0, 1, 127, 128, 255, 256, 1000, 123456, 1 << 40} {
+		m := mid(bucket(v))
+		if math.Abs(m-float64(v)) > math.Max(1, float64(v)/128) {
+			t.Errorf("value %d: bucket middle %v is too far", v, m)
+		}
+	}
+}
+
+func TestCheckAddr(t *testing.T) {
+	for _, a := range []string{"127.0.0.1", "172.17.0.2", "10.199.0.5", "192.168.1.2", "::1"} {
+		if err := checkAddr(a); err != nil {
+			t.Errorf("checkAddr(%s) = %v, want nil", a, err)
+		}
+	}
+	for _, a := range []string{"8.8.8.8", "1.1.1.1", "example.com", ""} {
+		if err := checkAddr(a); err == nil {
+			t.Errorf("checkAddr(%q) accepted a non-private address", a)
+		}
+	}
+}
+
+func TestHostAddrFacing(t *testing.T) {
+	if a, err := hostAddrFacing("127.0.0.1"); err != nil || a != "127.0.0.1" {
+		t.Errorf("hostAddrFacing(127.0.0.1) = %q, %v", a, err)
+	}
+	if _, err := hostAddrFacing("198.51.100.7"); err == nil {
+		t.Error("hostAddrFacing found a host interface on a TEST-NET-2 address")
+	}
+}
+
+func TestPlacementCheck(t *testing.T) {
+	if _, err := TCPStream.Resolve(map[string]string{"server": "host", "client": "host"}); err == nil {
+		t.Error("server=host,client=host was accepted")
+	}
+	if _, err := TCPRR.Resolve(map[string]string{"server": "instance", "client": "instance"}); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestLoopbackProtocol runs the server and clients in-process on loopback,
+// without any platform.
+func TestLoopbackProtocol(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(ln)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(t.Context()) }()
+	addr := ln.Addr().String()
+	for _, c := range []struct {
+		mode     string
+		download bool
+	}{{ModeStream, false}, {ModeStream, true}, {ModeRR, false}, {ModeCRR, false}} {
+		cfg := clientConfig{addr: addr, mode: c.mode, download: c.download, streams: 2, msg: 100, resp: 200, duration: 300 * time.Millisecond, dialLimit: 5 * time.Second}
+		if c.mode == ModeStream {
+			cfg.msg = 128 << 10
+		}
+		cl, err := prepare(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := cl.run(t.Context())
+		if err != nil {
+			t.Fatalf("%s download=%v: %v", c.mode, c.download, err)
+		}
+		ms, err := metrics(c.mode, r)
+		if err != nil {
+			t.Fatalf("%s: %v", c.mode, err)
+		}
+		checkMetrics(t, c.mode, ms)
+		if r.elapsed < cfg.duration {
+			t.Errorf("%s: elapsed %v shorter than the duration %v", c.mode, r.elapsed, cfg.duration)
+		}
+	}
+	if err := sendStop(t.Context(), addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if s.conns.Load() < 6 {
+		t.Errorf("server counted %d connections, want at least 6", s.conns.Load())
+	}
+}
+
+// checkMetrics asserts the metrics of one mode are there, positive, with
+// their units, and internally consistent.
+func checkMetrics(t *testing.T, mode string, ms []sample.Metric) {
+	t.Helper()
+	byName := map[string]sample.Metric{}
+	for _, m := range ms {
+		if err := m.Validate(); err != nil {
+			t.Errorf("%s: %v", mode, err)
+		}
+		if !(m.Value > 0) || math.IsInf(m.Value, 0) {
+			t.Errorf("%s: %s = %v, want a positive finite value", mode, m.Name, m.Value)
+		}
+		byName[m.Name] = m
+	}
+	want := map[string]string{}
+	switch mode {
+	case ModeStream:
+		want["throughput"] = "Gbit/s"
+	case ModeRR:
+		want["transactions_per_sec"] = "transactions/s"
+	case ModeCRR:
+		want["connections_per_sec"] = "connections/s"
+	}
+	if mode != ModeStream {
+		want["latency_avg"], want["latency_p50"], want["latency_p99"] = "us", "us", "us"
+		if byName["latency_p99"].Value < byName["latency_p50"].Value {
+			t.Errorf("%s: p99 %v below p50 %v", mode, byName["latency_p99"].Value, byName["latency_p50"].Value)
+		}
+		rate := byName["transactions_per_sec"].Value + byName["connections_per_sec"].Value
+		// one outstanding transaction per stream: rate × latency cannot
+		// exceed the number of streams (plus rounding)
+		if busy := rate * byName["latency_avg"].Value / 1e6; busy > 2*1.05 {
+			t.Errorf("%s: %v/s with %v us average latency means %v transactions in flight, more than the 2 streams", mode, rate, byName["latency_avg"].Value, busy)
+		}
+	}
+	for name, unit := range want {
+		m, ok := byName[name]
+		if !ok {
+			t.Errorf("%s: no metric %s (have %v)", mode, name, ms)
+			continue
+		}
+		if m.Unit != unit {
+			t.Errorf("%s: %s unit %q, want %q", mode, name, m.Unit, unit)
+		}
+	}
+}
+
+var seq atomic.Int64
+
+func hostEnv(p platform.Platform, network, label string, n int) workload.HostEnv {
+	return workload.HostEnv{
+		Platform:  p,
+		Base:      platform.Spec{Image: "minimal", Network: network, Labels: map[string]string{platform.Label: "1", "isobench.test": label}},
+		Instances: n,
+		NewName:   func() string { return fmt.Sprintf("nbtest-%s-%d", label, seq.Add(1)) },
+	}
+}
+
+// runAll runs each network workload briefly with the placement given and
+// checks its results.
+func runAll(t *testing.T, env workload.HostEnv, server, client, wantNetwork string) {
+	for _, def := range []workload.Def{TCPStream, TCPRR, TCPCRR} {
+		t.Run(def.Name, func(t *testing.T) {
+			p, err := def.Resolve(map[string]string{"server": server, "client": client, "duration": "1s", "streams": "2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), def.Timeout(p))
+			defer cancel()
+			res, err := def.Host(ctx, p, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) != env.Instances {
+				t.Fatalf("%d results, want one per client (%d)", len(res), env.Instances)
+			}
+			mode := map[string]string{"tcp-stream": ModeStream, "tcp-rr": ModeRR, "tcp-crr": ModeCRR}[def.Name]
+			for i, r := range res {
+				if r.Instance != i {
+					t.Errorf("result %d has instance %d", i, r.Instance)
+				}
+				checkMetrics(t, mode, r.Metrics)
+				if r.Tags["network"] != wantNetwork || r.Tags["server"] != server || r.Tags["client"] != client {
+					t.Errorf("tags %v, want network=%s server=%s client=%s", r.Tags, wantNetwork, server, client)
+				}
+				t.Logf("client %d: %v", i, r.Metrics)
+			}
+		})
+	}
+}
+
+func TestNative(t *testing.T) {
+	p, err := native.New(t.Context(), platform.Options{}, platform.Env{AgentBinary: agentBin, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(t.Context())
+	before := nativeDirs(t)
+	runAll(t, hostEnv(p, "", "native", 1), OnInstance, OnHost, platform.NetHost)
+	t.Run("clients-in-instances", func(t *testing.T) {
+		runAll(t, hostEnv(p, "", "native", 2), OnInstance, OnInstance, platform.NetHost)
+	})
+	if after := nativeDirs(t); len(after) > len(before) {
+		t.Errorf("native scratch dirs left behind: %v", after)
+	}
+}
+
+func nativeDirs(t *testing.T) []string {
+	m, _ := filepath.Glob(filepath.Join(os.TempDir(), "isobench-native", "nbtest-*"))
+	return m
+}
+
+func TestDocker(t *testing.T) {
+	dp, err := docker.New(t.Context(), platform.Options{}, platform.Env{AgentBinary: agentBin, StateDir: t.TempDir(), Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close(t.Context())
+	if err := dp.Available(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, "docker", err)
+	}
+	label := fmt.Sprintf("%d", time.Now().UnixNano())
+	for _, network := range []string{platform.NetBridge, platform.NetHost} {
+		for _, pl := range [][2]string{{OnInstance, OnHost}, {OnInstance, OnInstance}, {OnHost, OnInstance}} {
+			t.Run(fmt.Sprintf("network=%s/server=%s,client=%s", network, pl[0], pl[1]), func(t *testing.T) {
+				runAll(t, hostEnv(dp, network, label, 2), pl[0], pl[1], network)
+			})
+		}
+	}
+	if left := containers(t, label); left != "" {
+		t.Errorf("containers left behind: %s", left)
+	}
+}
+
+// containers lists containers carrying the test's label (docker CLI).
+func containers(t *testing.T, label string) string {
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Log("docker CLI not installed: leftover check skipped")
+		return ""
+	}
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=isobench.test="+label).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker ps: %v: %s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
