@@ -13,10 +13,10 @@ import (
 )
 
 func cmdReport(ctx context.Context, st *State, args []string) error {
-	fs := newFlags(st, "report", "report [--db FILE] [--format table|markdown|csv|json] [-o FILE] [--run N] [--baseline P]")
+	fs := newFlags(st, "report", "report [--db FILE] [--format table|markdown|csv|json|html] [-o FILE] [--run N] [--baseline P]")
 	db := fs.String("db", "isobench.db", "result store")
-	format := fs.String("format", "", "table, markdown, csv or json (default table)")
-	out := fs.String("o", "", "write to this file instead of stdout")
+	format := fs.String("format", "", "table, markdown, csv, json or html (default table)")
+	out := fs.String("o", "", "write to this file instead of stdout (html: default report.html)")
 	run := fs.Int64("run", 0, "run id (default: the latest run)")
 	baseline := fs.String("baseline", "", "baseline platform label (default: the run's baseline, else native)")
 	if err := parseFlags(fs, args); err != nil {
@@ -27,7 +27,10 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 	}
 	render, ok := renderers[*format]
 	if !ok {
-		return usage("--format %q: want table, markdown, csv or json", *format)
+		return usage("--format %q: want table, markdown, csv, json or html", *format)
+	}
+	if *format == "html" && *out == "" {
+		*out = "report.html" // a page is for a browser, not a terminal
 	}
 	s, err := openExisting(ctx, *db)
 	if err != nil {
@@ -74,7 +77,13 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 		defer f.Close()
 		w = f
 	}
-	return render(w, report.Doc{Run: chosen.ID, Status: chosen.Status, Fingerprint: chosen.Fingerprint, Cells: cells})
+	if err := render(w, report.Doc{Run: chosen.ID, Status: chosen.Status, Fingerprint: chosen.Fingerprint, Cells: cells}); err != nil {
+		return err
+	}
+	if *format == "html" {
+		fmt.Fprintf(st.Stderr, "report written to %s\n", *out)
+	}
+	return nil
 }
 
 var renderers = map[string]func(io.Writer, report.Doc) error{
@@ -82,6 +91,7 @@ var renderers = map[string]func(io.Writer, report.Doc) error{
 	"markdown": report.Markdown,
 	"csv":      report.CSV,
 	"json":     report.JSON,
+	"html":     report.HTML,
 }
 
 func cmdCompare(ctx context.Context, st *State, args []string) error {
