@@ -157,6 +157,7 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 			in.Close(context.WithoutCancel(ctx))
 		}
 	}()
+	sweepStale(ctx)
 	// unix socket paths are short: keep them out of the state dir
 	if in.runDir, err = os.MkdirTemp("", "isoq-"); err != nil {
 		return nil, fmt.Errorf("qemu: %w", err)
@@ -164,6 +165,11 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 	args, err := in.prepare(ctx, initrd)
 	if err != nil {
 		return in, err
+	}
+	// an owner record lets a later Create remove what a killed process left
+	owner := fmt.Sprintf("pid=%d\ntap=%s\ndisk=%s\nvolume=%s\n", os.Getpid(), in.tap, in.disk, in.volume)
+	if err := os.WriteFile(filepath.Join(in.runDir, "owner"), []byte(owner), 0o600); err != nil {
+		return in, fmt.Errorf("qemu: %w", err)
 	}
 	cmd := exec.Command(Binary, args...)
 	cmd.Stderr = &lockedWriter{w: &in.qemuOut, mu: &in.mu}
@@ -271,8 +277,18 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 		}
 		in.tap = "isq" + randomHex(5)
 		if err := br.AddTap(ctx, in.tap); err != nil {
-			in.tap = ""
-			return nil, fmt.Errorf("qemu: %w", err)
+			// another isobench process with another state dir may have
+			// removed the shared bridge in between: make it again once
+			p.bridgeMu.Lock()
+			err = br.Ensure(ctx)
+			p.bridgeMu.Unlock()
+			if err == nil {
+				err = br.AddTap(ctx, in.tap)
+			}
+			if err != nil {
+				in.tap = ""
+				return nil, fmt.Errorf("qemu: %w", err)
+			}
 		}
 		mac := "52:54:00:" + strings.Join([]string{randomHex(1), randomHex(1), randomHex(1)}, ":")
 		args = append(args,
@@ -576,7 +592,10 @@ func (in *Instance) Close(ctx context.Context) error {
 	}
 	if in.bridge != nil && in.lease.IsValid() {
 		if err := in.bridge.Release(ctx, in.lease); err != nil {
-			errs = append(errs, err)
+			// removing the bridge raced with another process doing so
+			if _, serr := os.Stat("/sys/class/net/" + in.bridge.Name); serr == nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	for _, path := range []string{in.disk, in.volume, in.runDir} {
@@ -722,4 +741,36 @@ func (k *conn) put(ctx context.Context, req guest.PutRequest, r io.Reader) (gues
 	}
 	go k.w.SendData(id, r, stop)
 	return k.wait(ctx, id, st, stop)
+}
+
+// sweepStale removes the run dirs, taps, disks and volumes of instances
+// whose isobench process died without closing them (their qemu died with
+// it: it runs with a parent-death signal).
+func sweepStale(ctx context.Context) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "isoq-*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "owner"))
+		if err != nil {
+			continue // being created, or not ours
+		}
+		rec := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				rec[k] = v
+			}
+		}
+		pid, _ := strconv.Atoi(rec["pid"])
+		if pid <= 0 || syscall.Kill(pid, 0) == nil || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue
+		}
+		if t := rec["tap"]; strings.HasPrefix(t, "isq") {
+			hostnet.DeleteLink(ctx, t)
+		}
+		for _, k := range []string{"disk", "volume"} {
+			if v := rec[k]; v != "" && filepath.IsAbs(v) {
+				os.RemoveAll(v)
+			}
+		}
+		os.RemoveAll(d)
+	}
 }
