@@ -481,7 +481,7 @@ func (in *Instance) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		if in.addr.IsValid() {
-			if err := in.bridge.Release(ctx, in.addr); err != nil {
+			if err := local.ReleaseLease(ctx, in.bridge, in.addr); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -9,12 +9,13 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
+	"github.com/isobench/isobench/internal/platform/runc/local"
 )
 
 // TestConformance runs the shared platform suite against systemd-nspawn.
 func TestConformance(t *testing.T) {
 	agent := conformance.BuildAgent(t)
-	state := t.TempDir()
+	state := local.TestStateDir()
 	conformance.Run(t, func(t *testing.T) platform.Platform {
 		o, err := platform.ParseOptions("nspawn")
 		if err != nil {
@@ -33,7 +34,7 @@ func TestConformance(t *testing.T) {
 // TestStartup times create → agent hello → exit, for the report.
 func TestStartup(t *testing.T) {
 	agent := conformance.BuildAgent(t)
-	p, err := New(t.Context(), platform.Options{}, platform.Env{AgentBinary: agent, StateDir: t.TempDir()})
+	p, err := New(t.Context(), platform.Options{}, platform.Env{AgentBinary: agent, StateDir: local.TestStateDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

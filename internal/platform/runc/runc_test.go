@@ -12,11 +12,12 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
+	"github.com/isobench/isobench/internal/platform/runc/local"
 )
 
 func conformanceFor(t *testing.T, runtime string) {
 	agent := conformance.BuildAgent(t)
-	state := t.TempDir()
+	state := local.TestStateDir()
 	conformance.Run(t, func(t *testing.T) platform.Platform {
 		o, err := platform.ParseOptions(runtime)
 		if err != nil {
@@ -43,7 +44,7 @@ func TestStartup(t *testing.T) {
 	agent := conformance.BuildAgent(t)
 	for _, rt := range []string{"runc", "crun"} {
 		t.Run(rt, func(t *testing.T) {
-			p, err := New(t.Context(), rt, platform.Options{}, platform.Env{AgentBinary: agent, StateDir: t.TempDir()})
+			p, err := New(t.Context(), rt, platform.Options{}, platform.Env{AgentBinary: agent, StateDir: local.TestStateDir()})
 			if err != nil {
 				t.Fatal(err)
 			}

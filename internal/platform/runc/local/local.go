@@ -383,3 +383,9 @@ func (t *TailBuffer) String() string {
 	defer t.mu.Unlock()
 	return strings.TrimSpace(string(t.b))
 }
+
+// TestStateDir is the state directory the tests of the packages using this
+// one share, so that their bridge leases (kept per state directory by
+// hostnet) do not collide when the packages are tested in parallel. It
+// also keeps the built root file system between test runs.
+func TestStateDir() string { return filepath.Join(os.TempDir(), "isobench-local-platforms-test") }

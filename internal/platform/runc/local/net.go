@@ -110,12 +110,26 @@ func (n *Netns) Close(ctx context.Context) error {
 		}
 	}
 	if n.Addr.IsValid() {
-		if err := n.Bridge.Release(ctx, n.Addr); err != nil {
+		if err := ReleaseLease(ctx, n.Bridge, n.Addr); err != nil {
 			errs = append(errs, err)
 		}
 		n.Addr = netip.Addr{}
 	}
 	return errors.Join(errs...)
+}
+
+// ReleaseLease releases addr on br. Release then deletes the bridge when
+// no live lease is left; another process doing the same at the same moment
+// makes that deletion fail with the bridge already gone, which is not an
+// error here.
+func ReleaseLease(ctx context.Context, br *hostnet.Bridge, addr netip.Addr) error {
+	err := br.Release(ctx, addr)
+	if err != nil {
+		if _, serr := os.Stat("/sys/class/net/" + br.Name); serr != nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // Leftovers lists what instances of the platform with code left on this
