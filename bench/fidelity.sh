@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench/fidelity.sh: do isobench's built-in workloads agree with the
+# reference tools? On native and Docker, in one run, each built-in workload
+# runs beside its reference tool with the same parameters, interleaved
+# (every round runs every pair once on every platform), and the script
+# prints isobench/reference ratios of the medians over the rounds.
+#
+#   bench/fidelity.sh [ROUNDS]       (default 3; as root, after `make build`)
+#
+# Targets (issue 3): cpu within ±5% of sysbench; memory and stream ≥ 90% of
+# the reference; disk ≥ 90% of fio's IOPS at equal settings.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+make -s build
+scripts/setup.sh test >/dev/null
+bin=bin/isobench
+work=$(mktemp -d /tmp/isobench-fidelity.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+db=$work/fidelity.db
+
+# The C STREAM reference, static so it runs anywhere.
+gcc -O3 -static -o "$work/stream" bench/stream/stream.c 2>/dev/null || gcc -O3 -o "$work/stream" bench/stream/stream.c
+
+pairs=(
+  # built-in spec | tool spec
+  "cpu:threads=1,max-prime=10000,duration=5s|tool:sysbench-cpu:threads=1,max-prime=10000,duration=5"
+  "memory:block-size=1k,threads=2,oper=write,access=seq,duration=5s|tool:sysbench-memory:block-size=1k,threads=2,oper=write,access=seq,duration=5"
+  "disk:pattern=randread,bs=4k,size=256m,direct=true,iodepth=16,jobs=1,duration=5s|tool:fio:pattern=randread,bs=4k,size=256m,direct=true,iodepth=16,jobs=1,duration=5,ioengine=libaio"
+  "disk:pattern=randwrite,bs=4k,size=256m,direct=true,iodepth=16,jobs=1,duration=5s|tool:fio:pattern=randwrite,bs=4k,size=256m,direct=true,iodepth=16,jobs=1,duration=5,ioengine=libaio"
+)
+args=()
+for p in "${pairs[@]}"; do args+=(--workload "${p%%|*}" --workload "${p##*|}"); done
+
+stream_ref=()
+for r in $(seq 1 "$rounds"); do
+  echo "round $r/$rounds" >&2
+  $bin run --quiet --image tools --platform native --platform docker --platform docker:storage=volume \
+    "${args[@]}" --workload stream:threads=1 --reps 1 --db "$db" >/dev/null
+  stream_ref+=("$("$work/stream" | awk '/^Triad/ {print $2}')")
+done
+
+$bin results --db "$db" --format jsonl > "$work/samples.jsonl"
+printf '%s\n' "${stream_ref[@]}" > "$work/stream_ref.txt"
+python3 - "$work/samples.jsonl" "$work/stream_ref.txt" "${pairs[@]}" <<'PY'
+import json, statistics, sys
+samples = [json.loads(l) for l in open(sys.argv[1])]
+stream_ref = [float(x) for x in open(sys.argv[2]) if x.strip()]
+pairs = sys.argv[3:]
+def med(platform, options, workload, params, metric):
+    v = [s["value"] for s in samples if s["platform"] == platform and s["options"] == options
+         and s["workload"] == workload and s["instance"] == 0 and s["metric"] == metric
+         and all(kv in s["params"].split(",") for kv in params)]
+    return statistics.median(v) if v else None
+metrics = {"cpu": ("events_per_sec", "events_per_sec"), "memory": ("mib_per_sec", "mib_per_sec")}
+rows = []
+targets = [("native", ""), ("docker", ""), ("docker", "storage=volume")]
+for p in pairs:
+    ours, ref = p.split("|")
+    ow, _, op = ours.partition(":")
+    rw = ":".join(ref.split(":")[:2]); rp = ref.split(":", 2)[2]
+    if ow == "disk":
+        pattern = dict(kv.split("=") for kv in op.split(","))["pattern"]
+        side = "read" if "read" in pattern else "write"
+        m_ours, m_ref = "iops", side + "_iops"
+        label = f"disk {pattern} IOPS"
+    else:
+        m_ours, m_ref = metrics[ow]
+        label = f"{ow} {m_ours}"
+    for plat, opts in targets:
+        if ow in ("cpu", "memory") and opts:
+            continue  # storage placement does not matter for them
+        a = med(plat, opts, ow, op.split(","), m_ours)
+        b = med(plat, opts, rw, rp.split(","), m_ref)
+        rows.append((label, plat + (":" + opts if opts else ""), a, b))
+s = med("native", "", "stream", ["threads=1"], "stream_triad")
+rows.append(("stream triad MB/s (C -O3 on native)", "native", s, statistics.median(stream_ref) if stream_ref else None))
+print(f"{'comparison':40} {'platform':22} {'isobench':>12} {'reference':>12} {'ratio':>7}")
+for label, plat, a, b in rows:
+    ratio = f"{a/b:.3f}" if a and b else "-"
+    fa = f"{a:.1f}" if a else "-"
+    fb = f"{b:.1f}" if b else "-"
+    print(f"{label:40} {plat:22} {fa:>12} {fb:>12} {ratio:>7}")
+PY

@@ -1,0 +1,71 @@
+package cpu
+
+import (
+	"context"
+	"math"
+	"testing"
+
+)
+
+// naive is sysbench's loop without the peeled first iteration.
+func naive(maxPrime uint64) uint64 {
+	var n uint64
+	for c := uint64(3); c < maxPrime; c++ {
+		t := math.Sqrt(float64(c))
+		l := uint64(2)
+		for ; float64(l) <= t; l++ {
+			if c%l == 0 {
+				break
+			}
+		}
+		if float64(l) > t {
+			n++
+		}
+	}
+	return n
+}
+
+func TestEventCountsPrimesLikeSysbench(t *testing.T) {
+	// 1229 primes below 10000; sysbench starts at 3, so 2 is not counted.
+	if got := Event(10000); got != 1228 {
+		t.Fatalf("Event(10000) = %d, want 1228", got)
+	}
+	for _, m := range []uint64{3, 4, 5, 6, 9, 10, 26, 100, 1000, 7919, 20000} {
+		if a, b := Event(m), naive(m); a != b {
+			t.Errorf("max-prime %d: peeled loop %d, sysbench's loop %d", m, a, b)
+		}
+	}
+}
+
+func TestRunReportsEventsAndLatency(t *testing.T) {
+	p, err := Def.Resolve(map[string]string{"threads": "2", "duration": "200ms", "max-prime": "2000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	ms, err := Def.Agent(context.Background(), p, func() error { released = true; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !released {
+		t.Fatal("barrier not called")
+	}
+	got := map[string]float64{}
+	for _, m := range ms {
+		if err := m.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		got[m.Name] = m.Value
+	}
+	if got["events_per_sec"] <= 0 || got["latency_avg"] <= 0 || got["latency_p95"] <= 0 {
+		t.Fatalf("implausible metrics %v", got)
+	}
+}
+
+func TestRejectsImpossibleParams(t *testing.T) {
+	for _, raw := range []map[string]string{{"threads": "0"}, {"max-prime": "2"}, {"duration": "0s"}} {
+		if _, err := Def.Resolve(raw); err == nil {
+			t.Errorf("%v accepted", raw)
+		}
+	}
+}
