@@ -1,0 +1,143 @@
+package platform
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Footprint is what one instance costs the host at a moment.
+type Footprint struct {
+	// MemoryBytes is the memory charged to the instance's cgroup, less
+	// inactive file cache (as docker stats counts it).
+	MemoryBytes int64
+	// CPUSeconds is the CPU time the instance's cgroup has used since it
+	// was created (cumulative; take differences over a window).
+	CPUSeconds float64
+	// DiskBytes is what the instance added on disk (its writable layer,
+	// volume or scratch directory).
+	DiskBytes int64
+	// EnginePIDs are host processes of the engine serving the instance
+	// (daemons shared by every instance included), whose own memory and
+	// CPU the caller may read from /proc. Empty when there is no engine.
+	EnginePIDs []int
+}
+
+// Footprinter is implemented by instances that can report their footprint.
+type Footprinter interface {
+	Footprint(ctx context.Context) (Footprint, error)
+}
+
+// CgroupMemory reads the memory charged to the cgroup directory dir (v1:
+// memory.usage_in_bytes less total_inactive_file; v2: memory.current less
+// inactive_file).
+func CgroupMemory(dir string) (int64, error) {
+	usageFile, statKey := "memory.current", "inactive_file"
+	if _, err := os.Stat(filepath.Join(dir, "memory.usage_in_bytes")); err == nil {
+		usageFile, statKey = "memory.usage_in_bytes", "total_inactive_file"
+	}
+	usage, err := readInt(filepath.Join(dir, usageFile))
+	if err != nil {
+		return 0, fmt.Errorf("cgroup memory: %w", err)
+	}
+	stat, err := readKeyed(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return 0, fmt.Errorf("cgroup memory: %w", err)
+	}
+	if inactive, ok := stat[statKey]; ok && inactive <= usage {
+		usage -= inactive
+	}
+	return usage, nil
+}
+
+// CgroupCPU reads the CPU seconds the cgroup directory dir has used (v1:
+// cpuacct.usage; v2: cpu.stat usage_usec).
+func CgroupCPU(dir string) (float64, error) {
+	if ns, err := readInt(filepath.Join(dir, "cpuacct.usage")); err == nil {
+		return float64(ns) / 1e9, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("cgroup cpu: %w", err)
+	}
+	stat, err := readKeyed(filepath.Join(dir, "cpu.stat"))
+	if err != nil {
+		return 0, fmt.Errorf("cgroup cpu: %w", err)
+	}
+	us, ok := stat["usage_usec"]
+	if !ok {
+		return 0, fmt.Errorf("cgroup cpu: %s has no usage_usec", filepath.Join(dir, "cpu.stat"))
+	}
+	return float64(us) / 1e6, nil
+}
+
+// DiskUsage is the space the files under dir occupy (allocated blocks, as
+// du counts them; hard links counted once).
+func DiskUsage(dir string) (int64, error) {
+	var total int64
+	seen := map[uint64]bool{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while walking
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			if st.Nlink > 1 {
+				if seen[st.Ino] {
+					return nil
+				}
+				seen[st.Ino] = true
+			}
+			total += st.Blocks * 512
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("disk usage of %s: %w", dir, err)
+	}
+	return total, nil
+}
+
+func readInt(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
+// readKeyed reads a "key value" per line file such as memory.stat.
+func readKeyed(path string) (map[string]int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]int64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			out[k] = n
+		}
+	}
+	return out, sc.Err()
+}
