@@ -1,0 +1,290 @@
+// Package lifecycle measures what instances cost the host over their life:
+// footprint (memory, disk and CPU of an idle or busy instance and of the
+// engine serving it, and the CPU its startup took) and density (how many
+// instances fit, and how startup latency and memory grow with their
+// number). Both are host-driven; footprint needs instances implementing
+// platform.Footprinter.
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/isobench/isobench/internal/agent"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// SpinName is the hidden in-guest load used by footprint with load=cpu.
+const SpinName = "_spin"
+
+// Defs are the lifecycle workloads, the hidden in-guest load included;
+// register all of them.
+func Defs() []workload.Def { return []workload.Def{Footprint, Density, Spin} }
+
+// Footprint measures instances' memory, disk and CPU, and the engine's.
+var Footprint = workload.Def{
+	Name: "footprint",
+	Help: "memory, disk and CPU of N idle or busy instances over a window, the engine's own memory/CPU, and the CPU their startup took",
+	Params: []workload.Param{
+		{Name: "load", Kind: workload.Enum, Enum: []string{"idle", "cpu"}, Default: "idle", Help: "idle: instances do nothing; cpu: each spins one thread"},
+		{Name: "window", Kind: workload.Duration, Default: "5s", Min: 0.1, Max: 3600, Help: "how long CPU use is measured"},
+	},
+	Host: footprint,
+	Timeout: func(p workload.Params) time.Duration {
+		return p.Duration("window") + 5*time.Minute
+	},
+}
+
+// Density starts instances one after another until a limit.
+var Density = workload.Def{
+	Name: "density",
+	Help: "start instances one by one until max-instances, the host's MemAvailable floor or the startup ceiling; per count: startup latency and memory growth (the instances count is ignored)",
+	Params: []workload.Param{
+		{Name: "max-instances", Kind: workload.Int, Default: "32", Min: 1, Max: 100000, Help: "stop after this many instances"},
+		{Name: "memory-limit", Kind: workload.Size, Default: "512m", Min: 0, Help: "stop before starting another when the host's MemAvailable is below this"},
+		{Name: "startup-ceiling", Kind: workload.Duration, Default: "5s", Min: 0.001, Max: 3600, Help: "stop once an instance took longer than this to start"},
+	},
+	Host: density,
+	Timeout: func(p workload.Params) time.Duration {
+		return time.Duration(p.Int("max-instances"))*(perInstance(p)+10*time.Second) + time.Minute
+	},
+}
+
+// Spin is the in-guest CPU load: one thread spinning for duration.
+var Spin = workload.Def{
+	Name: SpinName,
+	Help: "internal: footprint's CPU load",
+	Params: []workload.Param{
+		{Name: "duration", Kind: workload.Duration, Default: "5s", Min: 0.01, Max: 86400, Help: "how long to spin"},
+	},
+	Agent: spin,
+}
+
+func spin(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	if err := ready(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	end := start.Add(p.Duration("duration"))
+	x, loops := 1.0, 0
+	for time.Now().Before(end) && ctx.Err() == nil {
+		for i := 0; i < 10000; i++ {
+			x = math.Sqrt(x + float64(i))
+		}
+		loops++
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	runtime.KeepAlive(x)
+	return []sample.Metric{{Name: "spin_loops_per_sec", Value: float64(loops) / time.Since(start).Seconds(), Unit: "loops/s", Better: sample.Higher, Agg: sample.Sum}}, nil
+}
+
+// instances tracks what a repetition created so everything is closed.
+type instances struct {
+	mu  sync.Mutex
+	all []platform.Instance
+}
+
+func (is *instances) add(in platform.Instance) {
+	is.mu.Lock()
+	is.all = append(is.all, in)
+	is.mu.Unlock()
+}
+
+func (is *instances) closeAll(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	is.mu.Lock()
+	all := slices.Clone(is.all)
+	is.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, in := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); in.Close(cctx) }()
+	}
+	wg.Wait()
+}
+
+func seconds(name string, v float64) sample.Metric {
+	return sample.Metric{Name: name, Value: v, Unit: "s", Better: sample.Lower, Agg: sample.Sum}
+}
+
+func bytesMetric(name string, v int64, agg sample.Agg) sample.Metric {
+	return sample.Metric{Name: name, Value: float64(v), Unit: "bytes", Better: sample.Lower, Agg: agg}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ []workload.InstanceResult, err error) {
+	n := env.Instances
+	if n < 1 {
+		return nil, errors.New("footprint: need at least one instance")
+	}
+	window := p.Duration("window")
+	is := &instances{}
+	defer is.closeAll(ctx)
+	type inst struct {
+		in        platform.Instance
+		fp        platform.Footprinter
+		startMS   float64
+		startHost float64 // host-wide busy CPU seconds during Create
+		startCPU  float64 // the instance's own CPU seconds right after Create
+	}
+	insts := make([]inst, n)
+	// one at a time, so each startup's CPU is its own
+	for i := range insts {
+		s := env.Base
+		s.Name = env.NewName()
+		b0, err := hostBusy()
+		if err != nil {
+			return nil, fmt.Errorf("footprint: %w", err)
+		}
+		t0 := time.Now()
+		in, err := env.Platform.Create(ctx, s)
+		if err != nil {
+			return nil, fmt.Errorf("footprint: create instance %d: %w", i, err)
+		}
+		d := time.Since(t0)
+		is.add(in)
+		b1, err := hostBusy()
+		if err != nil {
+			return nil, fmt.Errorf("footprint: %w", err)
+		}
+		fper, ok := in.(platform.Footprinter)
+		if !ok {
+			return nil, fmt.Errorf("footprint is not supported on %s", env.Platform.Name())
+		}
+		fp, err := fper.Footprint(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("footprint: instance %d: %w", i, err)
+		}
+		insts[i] = inst{in: in, fp: fper, startMS: ms(d), startHost: b1 - b0, startCPU: fp.CPUSeconds}
+	}
+
+	// the load, released together; it spins a little longer than the window
+	var sessions []*agent.Session
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if p.Str("load") == "cpu" {
+		params := spec.Canonical(map[string]string{"duration": (window + time.Second).String()})
+		for _, x := range insts {
+			sessions = append(sessions, agent.Start(ectx, x.in, SpinName, params))
+		}
+		defer func() {
+			if err != nil {
+				for _, s := range sessions {
+					s.Abort()
+				}
+			}
+		}()
+		for i, s := range sessions {
+			if err := s.WaitReady(ectx); err != nil {
+				return nil, fmt.Errorf("footprint: load in instance %d: %w", i, err)
+			}
+		}
+		for i, s := range sessions {
+			if err := s.Release(); err != nil {
+				return nil, fmt.Errorf("footprint: load in instance %d: %w", i, err)
+			}
+		}
+		for i, s := range sessions {
+			if err := s.WaitStarted(ectx); err != nil {
+				return nil, fmt.Errorf("footprint: load in instance %d: %w", i, err)
+			}
+		}
+	}
+
+	read := func() ([]platform.Footprint, []int, error) {
+		fps := make([]platform.Footprint, n)
+		var pids []int
+		for i, x := range insts {
+			fp, err := x.fp.Footprint(ctx)
+			if err != nil {
+				return nil, nil, fmt.Errorf("footprint: instance %d: %w", i, err)
+			}
+			fps[i] = fp
+			pids = append(pids, fp.EnginePIDs...)
+		}
+		slices.Sort(pids)
+		return fps, slices.Compact(pids), nil
+	}
+	before, pids0, err := read()
+	if err != nil {
+		return nil, err
+	}
+	cpu0 := cpuByPID(pids0)
+	select {
+	case <-time.After(window):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	after, pids1, err := read()
+	if err != nil {
+		return nil, err
+	}
+	// engine CPU over the window, of the processes alive at both ends
+	var engWindowCPU float64
+	for p, c1 := range cpuByPID(pids1) {
+		if c0, ok := cpu0[p]; ok {
+			engWindowCPU += c1 - c0
+		}
+	}
+	eng1 := engine(pids1)
+
+	for i, s := range sessions {
+		if _, _, err := s.Result(ectx); err != nil {
+			return nil, fmt.Errorf("footprint: load in instance %d: %w", i, err)
+		}
+	}
+
+	tags := map[string]string{"load": p.Str("load"), "window": window.String()}
+	results := make([]workload.InstanceResult, n)
+	for i, x := range insts {
+		m := []sample.Metric{
+			bytesMetric("memory_bytes", after[i].MemoryBytes, sample.Sum),
+			bytesMetric("disk_bytes", after[i].DiskBytes, sample.Sum),
+			seconds("cpu_seconds", after[i].CPUSeconds-before[i].CPUSeconds),
+			{Name: "startup_ms", Value: x.startMS, Unit: "ms", Better: sample.Lower, Agg: sample.Max},
+			seconds("startup_host_cpu_seconds", x.startHost),
+			seconds("startup_instance_cpu_seconds", x.startCPU),
+		}
+		if len(pids1) > 0 {
+			m = append(m,
+				bytesMetric("engine_rss_bytes", eng1.rss, sample.Max),
+				bytesMetric("engine_pss_bytes", eng1.pss, sample.Max),
+				sample.Metric{Name: "engine_cpu_seconds", Value: engWindowCPU, Unit: "s", Better: sample.Lower, Agg: sample.Max},
+			)
+		}
+		t := maps.Clone(x.in.Facts(ctx))
+		if t == nil {
+			t = map[string]string{}
+		}
+		maps.Copy(t, tags)
+		t["engine_processes"] = strconv.Itoa(len(pids1))
+		results[i] = workload.InstanceResult{Instance: i, Metrics: m, Tags: t}
+	}
+	return results, nil
+}
+
+// cpuByPID reads the CPU seconds of each process still alive.
+func cpuByPID(pids []int) map[int]float64 {
+	out := map[int]float64{}
+	for _, p := range pids {
+		if c, err := procCPU(p); err == nil {
+			out[p] = c
+		}
+	}
+	return out
+}
