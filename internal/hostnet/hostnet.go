@@ -44,25 +44,52 @@ func New(name, prefix, leaseDir string) (*Bridge, error) {
 	return &Bridge{Name: name, Prefix: p.Masked(), LeaseDir: leaseDir}, nil
 }
 
-// Default is the isobench bridge with leases under stateDir.
-func Default(stateDir string) *Bridge {
-	b, _ := New(DefaultBridge, DefaultPrefix, filepath.Join(stateDir, "leases", DefaultBridge))
+// RunDir holds what isobench shares host-wide between processes: the
+// bridge is one per host, so its leases and lock are too.
+const RunDir = "/run/isobench"
+
+// Default is the isobench bridge. Its leases live host-wide under RunDir
+// whatever the caller's state directory, because every isobench process on
+// the host shares the one bridge.
+func Default(_ string) *Bridge {
+	b, _ := New(DefaultBridge, DefaultPrefix, filepath.Join(RunDir, "leases", DefaultBridge))
 	return b
+}
+
+// lock serialises bridge creation, leases and removal across processes.
+func (b *Bridge) lock() (unlock func(), err error) {
+	if err := os.MkdirAll(b.LeaseDir, 0o755); err != nil {
+		return nil, fmt.Errorf("hostnet: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(b.LeaseDir), b.Name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("hostnet: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("hostnet: lock: %w", err)
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
 // Gateway is the host's address on the bridge (the prefix's first host).
 func (b *Bridge) Gateway() netip.Addr { return b.Prefix.Addr().Next() }
 
-// Ensure creates the bridge with the gateway address if it does not exist.
+// Ensure creates the bridge with the gateway address if it does not exist
+// (or completes one another process left half made), and brings it up.
 func (b *Bridge) Ensure(ctx context.Context) error {
-	if _, err := os.Stat("/sys/class/net/" + b.Name); err == nil {
-		return nil
-	}
-	if err := ip(ctx, "link", "add", b.Name, "type", "bridge"); err != nil && !strings.Contains(err.Error(), "File exists") {
+	unlock, err := b.lock()
+	if err != nil {
 		return err
 	}
+	defer unlock()
+	if _, err := os.Stat("/sys/class/net/" + b.Name); err != nil {
+		if err := ip(ctx, "link", "add", b.Name, "type", "bridge"); err != nil && !strings.Contains(err.Error(), "File exists") {
+			return err
+		}
+	}
 	gw := netip.PrefixFrom(b.Gateway(), b.Prefix.Bits()).String()
-	if err := ip(ctx, "addr", "add", gw, "dev", b.Name); err != nil && !strings.Contains(err.Error(), "File exists") {
+	if err := ip(ctx, "addr", "replace", gw, "dev", b.Name); err != nil {
 		return err
 	}
 	return ip(ctx, "link", "set", b.Name, "up")
@@ -70,9 +97,11 @@ func (b *Bridge) Ensure(ctx context.Context) error {
 
 // Lease reserves a free address on the bridge; release it with Release.
 func (b *Bridge) Lease(owner string) (netip.Addr, error) {
-	if err := os.MkdirAll(b.LeaseDir, 0o755); err != nil {
-		return netip.Addr{}, fmt.Errorf("hostnet: %w", err)
+	unlock, err := b.lock()
+	if err != nil {
+		return netip.Addr{}, err
 	}
+	defer unlock()
 	for a := b.Gateway().Next(); b.Prefix.Contains(a); a = a.Next() {
 		if !b.Prefix.Contains(a.Next()) { // broadcast
 			break
@@ -93,15 +122,29 @@ func (b *Bridge) Lease(owner string) (netip.Addr, error) {
 
 // Release frees a lease. When it was the last one, the bridge is removed.
 func (b *Bridge) Release(ctx context.Context, a netip.Addr) error {
+	unlock, err := b.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := os.Remove(filepath.Join(b.LeaseDir, a.String())); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("hostnet: release: %w", err)
 	}
-	return b.RemoveIfUnused(ctx)
+	return b.removeIfUnused(ctx)
 }
 
 // RemoveIfUnused deletes the bridge when no live lease remains (leases of
 // dead processes are stale and removed).
 func (b *Bridge) RemoveIfUnused(ctx context.Context) error {
+	unlock, err := b.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return b.removeIfUnused(ctx)
+}
+
+func (b *Bridge) removeIfUnused(ctx context.Context) error {
 	entries, _ := os.ReadDir(b.LeaseDir)
 	for _, e := range entries {
 		data, _ := os.ReadFile(filepath.Join(b.LeaseDir, e.Name()))
@@ -117,7 +160,10 @@ func (b *Bridge) RemoveIfUnused(ctx context.Context) error {
 	if _, err := os.Stat("/sys/class/net/" + b.Name); err != nil {
 		return nil
 	}
-	return ip(ctx, "link", "del", b.Name)
+	if err := ip(ctx, "link", "del", b.Name); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
+		return err
+	}
+	return nil
 }
 
 // DeleteLink removes a tap or veth device if it exists.

@@ -1,0 +1,79 @@
+package hostnet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+func TestLeasesAreUniqueAcrossConcurrentCallers(t *testing.T) {
+	b, err := New("isobtest0", "10.198.7.0/28", filepath.Join(t.TempDir(), "leases", "isobtest0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a /28 has 14 hosts: the gateway and 13 leases
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	errs := 0
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := b.Lease("t")
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs++
+				return
+			}
+			if seen[a.String()] {
+				t.Errorf("address %s leased twice", a)
+			}
+			seen[a.String()] = true
+		}()
+	}
+	wg.Wait()
+	if len(seen) != 13 || errs != 3 {
+		t.Fatalf("leased %d, refused %d; want 13 and 3", len(seen), errs)
+	}
+	if seen[b.Gateway().String()] || seen["10.198.7.15"] {
+		t.Fatal("gateway or broadcast leased")
+	}
+}
+
+func TestBridgeLifecycle(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a bridge")
+	}
+	ctx := context.Background()
+	b, _ := New("isobtest1", "10.198.8.0/29", filepath.Join(t.TempDir(), "leases", "isobtest1"))
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ { // concurrent Ensure must all succeed
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.Ensure(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	a1, _ := b.Lease("a")
+	a2, _ := b.Lease("b")
+	if err := b.Release(ctx, a1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/sys/class/net/isobtest1"); err != nil {
+		t.Fatal("bridge removed while a lease is still held")
+	}
+	if err := b.Release(ctx, a2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/sys/class/net/isobtest1"); err == nil {
+		DeleteLink(ctx, "isobtest1")
+		t.Fatal("bridge left after the last lease was released")
+	}
+}
