@@ -98,7 +98,7 @@ func (c *client) run(ctx context.Context) (result, error) {
 			case c.cfg.mode == ModeStream:
 				res[i], errs[i] = c.upload(conn, start, end)
 			case c.cfg.mode == ModeRR:
-				res[i], errs[i] = c.rr(conn, start, end)
+				res[i], errs[i] = c.rr(ctx, conn, start, end)
 			default:
 				res[i], errs[i] = c.crr(ctx, start, end)
 			}
@@ -175,27 +175,43 @@ func (c *client) download(conn net.Conn, start, end time.Time) (result, error) {
 	return result{bytes: n, elapsed: time.Since(start)}, nil
 }
 
-func (c *client) rr(conn net.Conn, start, end time.Time) (result, error) {
+func (c *client) rr(ctx context.Context, conn net.Conn, start, end time.Time) (result, error) {
 	h := &histogram{}
 	if _, err := conn.Write(header{mode: modeRR, msg: uint32(c.cfg.msg), resp: uint32(c.cfg.resp)}.encode()); err != nil {
 		return result{}, fmt.Errorf("netbench rr: %w", err)
 	}
-	conn.SetDeadline(end.Add(grace))
+	giveUp := end.Add(grace)
+	check := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(giveUp) {
+			return fmt.Errorf("no response %v after the end", grace)
+		}
+		return nil
+	}
 	req := make([]byte, c.cfg.msg)
 	resp := make([]byte, c.cfg.resp)
 	var n int64
-	now := time.Now()
-	for now.Before(end) {
-		t := now
-		if _, err := conn.Write(req); err != nil {
-			return result{}, fmt.Errorf("netbench rr: %w", err)
-		}
-		if _, err := io.ReadFull(conn, resp); err != nil {
-			return result{}, fmt.Errorf("netbench rr: %w", err)
-		}
+	var now time.Time
+	err := withBlocking(conn, func(fd int) error {
 		now = time.Now()
-		h.add(now.Sub(t))
-		n++
+		for now.Before(end) {
+			t := now
+			if err := writeFull(fd, req, check); err != nil {
+				return err
+			}
+			if err := readFull(fd, resp, check); err != nil {
+				return err
+			}
+			now = time.Now()
+			h.add(now.Sub(t))
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return result{}, fmt.Errorf("netbench rr: %w", err)
 	}
 	return result{trans: n, elapsed: now.Sub(start), hist: h}, nil
 }

@@ -94,10 +94,14 @@ func (s *server) Serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer func() {
 		s.mu.Lock()
+		open := make([]net.Conn, 0, len(s.open))
 		for c := range s.open {
-			c.Close()
+			open = append(open, c)
 		}
 		s.mu.Unlock()
+		for _, c := range open {
+			go c.Close() // a blocking-mode handler holds Close up to a tick
+		}
 		wg.Wait()
 	}()
 	for {
@@ -169,23 +173,41 @@ func (s *server) handle(c net.Conn) {
 			}
 		}
 		s.bytes.Add(n)
-	case modeRR, modeCRR:
+	case modeRR:
 		req := make([]byte, h.msg)
 		resp := make([]byte, h.resp)
-		var n int64
-		for {
-			if _, err := io.ReadFull(c, req); err != nil {
-				break
-			}
-			if _, err := c.Write(resp); err != nil {
-				break
-			}
-			n += int64(len(req) + len(resp))
-			if h.mode == modeCRR {
-				break // the server closes first, as netperf's TCP_CRR server does
+		check := func() error {
+			select {
+			case <-s.stopped:
+				return errGiveUp
+			default:
+				return nil
 			}
 		}
+		var n int64
+		withBlocking(c, func(fd int) error {
+			for {
+				if err := readFull(fd, req, check); err != nil {
+					return err
+				}
+				if err := writeFull(fd, resp, check); err != nil {
+					return err
+				}
+				n += int64(len(req) + len(resp))
+			}
+		})
 		s.bytes.Add(n)
+	case modeCRR:
+		// one transaction, then the server closes first, as netperf's
+		// TCP_CRR server does
+		req := make([]byte, h.msg)
+		if _, err := io.ReadFull(c, req); err != nil {
+			return
+		}
+		if _, err := c.Write(make([]byte, h.resp)); err != nil {
+			return
+		}
+		s.bytes.Add(int64(h.msg + h.resp))
 	}
 }
 
