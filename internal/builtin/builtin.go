@@ -7,7 +7,11 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/docker"
+	"github.com/isobench/isobench/internal/platform/lxc"
 	"github.com/isobench/isobench/internal/platform/native"
+	"github.com/isobench/isobench/internal/platform/nspawn"
+	"github.com/isobench/isobench/internal/platform/qemu"
+	"github.com/isobench/isobench/internal/platform/runc"
 	"github.com/isobench/isobench/internal/workload"
 	"github.com/isobench/isobench/internal/workload/blockio"
 	"github.com/isobench/isobench/internal/workload/cpu"
@@ -24,6 +28,11 @@ func Platforms() platform.Registry {
 	return platform.NewRegistry(
 		native.Factory,
 		docker.Factory,
+		runc.RuncFactory,
+		runc.CrunFactory,
+		nspawn.Factory,
+		lxc.Factory,
+		qemu.Factory,
 	)
 }
 
