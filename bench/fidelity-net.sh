@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# bench/fidelity-net.sh: do isobench's network and startup workloads agree
+# with the reference tools? In one run, interleaved round by round:
+#
+#   - tcp-stream vs iperf3 (same streams, duration, 128k writes, client
+#     sending) and tcp-rr vs sockperf ping-pong (100-byte messages, TCP),
+#     on loopback (isobench: native, server in a native instance, client on
+#     the host; reference: both on 127.0.0.1) and across the docker bridge
+#     (server in a container, client on the host, for both);
+#   - startup on docker vs hyperfine timing
+#     `docker run --rm isobench/minimal:<tag> /usr/local/bin/isobench agent hello`,
+#     and isobench's own overhead: its native startup (fork/exec of the
+#     agent until "hello") vs hyperfine timing the agent directly.
+#
+# It prints medians over the rounds and isobench/reference ratios.
+#
+#   bench/fidelity-net.sh [ROUNDS]     (default 3; as root, dockerd running)
+#   DURATION=5 STREAMS=1 bench/fidelity-net.sh
+#
+# Only loopback and the docker bridge are used; nothing leaves the host.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+dur=${DURATION:-5}
+streams=${STREAMS:-1}
+
+need=()
+for t in iperf3 sockperf hyperfine python3 sqlite3; do command -v "$t" >/dev/null || need+=("$t"); done
+if ((${#need[@]})); then apt-get install -y "${need[@]}" >/dev/null; fi
+
+work=$(mktemp -d /tmp/isobench-fidelity-net.XXXXXX)
+label="isobench.fidelity=$$"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  ids=$(docker ps -aq --filter "label=$label" 2>/dev/null || true)
+  [ -n "$ids" ] && docker rm -f $ids >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The binary: bin/isobench when the network workloads are registered;
+# until then the same build with them registered through a build overlay
+# (the checkout is not touched).
+if grep -q 'workload/netbench' internal/builtin/builtin.go; then
+  make -s build
+  bin=bin/isobench
+else
+  echo "note: tcp-stream/tcp-rr are not registered in internal/builtin yet; building with an overlay that registers them" >&2
+  sed -e 's#^\t"github.com/isobench/isobench/internal/workload/fsbench"#&\n\t"github.com/isobench/isobench/internal/workload/lifecycle"\n\t"github.com/isobench/isobench/internal/workload/netbench"#' \
+      -e 's#^\tdefs = append(defs, tooladapt.Defs()...)#&\n\tdefs = append(defs, netbench.Defs()...)\n\tdefs = append(defs, lifecycle.Defs()...)#' \
+      internal/builtin/builtin.go > "$work/builtin.go"
+  printf '{"Replace":{"%s":"%s"}}\n' "$PWD/internal/builtin/builtin.go" "$work/builtin.go" > "$work/overlay.json"
+  CGO_ENABLED=0 go build -overlay "$work/overlay.json" -trimpath -o "$work/isobench" ./cmd/isobench
+  bin=$work/isobench
+fi
+$bin workloads | grep -q '^tcp-stream ' || { echo "$bin has no tcp-stream workload" >&2; exit 1; }
+db=$work/net.db
+state=$work/state
+
+# Image refs for the reference servers (tools profile: host iperf3 and
+# sockperf) and for hyperfine (minimal): a short agent run records them.
+ref_of() { # PROFILE
+  local d=$work/ref-$1.db
+  $bin run --quiet --state-dir "$state" --platform docker --image "$1" --workload cpu:duration=0.1s --reps 1 --db "$d" >/dev/null
+  # `results` leaves tags out; the store keeps the instance's facts in them
+  sqlite3 "$d" "SELECT json_extract(tags, '\$.image') FROM samples WHERE json_extract(tags, '\$.image') IS NOT NULL LIMIT 1"
+}
+tools_ref=$(ref_of tools)
+minimal_ref=$(ref_of minimal)
+echo "images: $tools_ref $minimal_ref" >&2
+
+container_ip() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
+
+# Reference servers: on loopback, and in a container on the bridge.
+iperf3 -s -B 127.0.0.1 -p 15201 >/dev/null 2>&1 & pids+=($!)
+sockperf sr --tcp -i 127.0.0.1 -p 15202 >/dev/null 2>&1 & pids+=($!)
+c_iperf=$(docker run -d --label isobench=1 --label "$label" "$tools_ref" iperf3 -s -p 5201)
+c_sock=$(docker run -d --label isobench=1 --label "$label" "$tools_ref" sockperf sr --tcp -p 11111)
+ip_iperf=$(container_ip "$c_iperf")
+ip_sock=$(container_ip "$c_sock")
+case "$ip_iperf$ip_sock" in 172.*|10.*|192.168.*) ;; *) echo "unexpected container addresses $ip_iperf $ip_sock" >&2; exit 1 ;; esac
+sleep 1
+
+iperf_run() { # ADDR PORT OUT
+  iperf3 -c "$1" -p "$2" -P "$streams" -t "$dur" -l 128K -J > "$3"
+}
+sock_run() { # ADDR PORT OUT
+  sockperf pp --tcp -i "$1" -p "$2" -m 100 -t "$dur" > "$3" 2>&1
+}
+
+for r in $(seq 1 "$rounds"); do
+  echo "round $r/$rounds" >&2
+  $bin run --quiet --state-dir "$state" --platform native --platform docker \
+    --workload "tcp-stream:duration=${dur}s,streams=$streams" --workload "tcp-rr:duration=${dur}s,streams=1" \
+    --reps 1 --db "$db" >/dev/null
+  iperf_run 127.0.0.1 15201 "$work/iperf-lo-$r.json"
+  iperf_run "$ip_iperf" 5201 "$work/iperf-br-$r.json"
+  sock_run 127.0.0.1 15202 "$work/sock-lo-$r.txt"
+  sock_run "$ip_sock" 11111 "$work/sock-br-$r.txt"
+  # startup: isobench (docker, and native for its own floor), then hyperfine
+  $bin run --quiet --state-dir "$state" --platform native --platform docker --workload startup --reps 5 --db "$db" >/dev/null
+  hyperfine -N --runs 5 --warmup 1 --export-json "$work/hf-docker-$r.json" \
+    "docker run --rm $minimal_ref /usr/local/bin/isobench agent hello" >/dev/null 2>&1
+  hyperfine -N --runs 20 --warmup 2 --export-json "$work/hf-native-$r.json" \
+    "$bin agent hello" >/dev/null 2>&1
+done
+
+$bin results --db "$db" --format jsonl > "$work/samples.jsonl"
+python3 - "$work" "$rounds" <<'PY'
+import json, re, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+samples = [json.loads(l) for l in open(f"{work}/samples.jsonl")]
+def ours(platform, workload, metric):
+    v = [s["value"] for s in samples if s["platform"] == platform and s["workload"] == workload
+         and s["instance"] == 0 and s["metric"] == metric and not s.get("warmup")]
+    return statistics.median(v) if v else None
+def med(v):
+    v = [x for x in v if x is not None]
+    return statistics.median(v) if v else None
+def iperf(kind):
+    out = []
+    for r in range(1, rounds + 1):
+        j = json.load(open(f"{work}/iperf-{kind}-{r}.json"))
+        out.append(j["end"]["sum_received"]["bits_per_second"] / 1e9)
+    return med(out)
+def sock(kind):
+    rate, avg, p50, p99 = [], [], [], []
+    for r in range(1, rounds + 1):
+        t = open(f"{work}/sock-{kind}-{r}.txt").read()
+        m = re.search(r"\[Valid Duration\] RunTime=([\d.]+) sec; SentMessages=\d+; ReceivedMessages=(\d+)", t)
+        rate.append(int(m.group(2)) / float(m.group(1)))
+        # sockperf reports half the round trip; tcp-rr the whole of it
+        avg.append(2 * float(re.search(r"avg-latency=([\d.]+)", t).group(1)))
+        p50.append(2 * float(re.search(r"percentile 50\.000 =\s*([\d.]+)", t).group(1)))
+        p99.append(2 * float(re.search(r"percentile 99\.000 =\s*([\d.]+)", t).group(1)))
+    return med(rate), med(avg), med(p50), med(p99)
+def hf(kind):
+    v = []
+    for r in range(1, rounds + 1):
+        v += [x * 1e3 for x in json.load(open(f"{work}/hf-{kind}-{r}.json"))["results"][0]["times"]]
+    return med(v)
+rows = []
+for plat, kind, where in (("native", "lo", "loopback"), ("docker", "br", "docker bridge")):
+    rows.append(("tcp-stream Gbit/s vs iperf3", where, ours(plat, "tcp-stream", "throughput"), iperf(kind)))
+    rate, avg, p50, p99 = sock(kind)
+    rows.append(("tcp-rr transactions/s vs sockperf", where, ours(plat, "tcp-rr", "transactions_per_sec"), rate))
+    rows.append(("tcp-rr RTT avg us vs sockperf", where, ours(plat, "tcp-rr", "latency_avg"), avg))
+    rows.append(("tcp-rr RTT p50 us vs sockperf", where, ours(plat, "tcp-rr", "latency_p50"), p50))
+    rows.append(("tcp-rr RTT p99 us vs sockperf", where, ours(plat, "tcp-rr", "latency_p99"), p99))
+d_exit, d_rm = ours("docker", "startup", "exit_ms"), ours("docker", "startup", "remove_ms")
+d_total = d_exit + d_rm if d_exit is not None and d_rm is not None else None
+hf_docker, hf_native = hf("docker"), hf("native")
+rows.append(("startup create..removed ms vs docker run --rm", "docker", d_total, hf_docker))
+rows.append(("startup to hello ms (docker)", "docker", ours("docker", "startup", "startup_ms"), None))
+n_hello = ours("native", "startup", "startup_ms")
+rows.append(("own overhead: native startup ms vs exec", "native", n_hello, hf_native))
+print(f"{'comparison':46} {'where':14} {'isobench':>11} {'reference':>11} {'ratio':>7}")
+for label, where, a, b in rows:
+    ratio = f"{a/b:.3f}" if a and b else "-"
+    fa = f"{a:.2f}" if a is not None else "-"
+    fb = f"{b:.2f}" if b is not None else "-"
+    print(f"{label:46} {where:14} {fa:>11} {fb:>11} {ratio:>7}")
+if n_hello is not None and hf_native is not None:
+    print(f"\nisobench's own startup overhead (native startup_ms - direct exec of the agent): {n_hello - hf_native:+.2f} ms")
+if d_total is not None and hf_docker is not None:
+    print(f"docker: isobench create..removed minus docker run --rm: {d_total - hf_docker:+.2f} ms (the CLI's own process and attach are in the reference)")
+PY
