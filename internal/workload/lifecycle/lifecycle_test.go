@@ -273,3 +273,15 @@ func TestProc(t *testing.T) {
 		t.Errorf("memAvailable = %v, %v", a, err)
 	}
 }
+
+func TestDefsRegisterAndResolve(t *testing.T) {
+	reg, err := workload.NewRegistry(Defs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range reg.Names() {
+		if _, err := reg[name].Resolve(nil); err != nil {
+			t.Errorf("%s: defaults do not validate: %v", name, err)
+		}
+	}
+}

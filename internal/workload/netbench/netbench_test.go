@@ -240,10 +240,25 @@ func TestNative(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(t.Context())
+	np := p
 	before := nativeDirs(t)
 	runAll(t, hostEnv(p, "", "native", 1), OnInstance, OnHost, platform.NetHost)
 	t.Run("clients-in-instances", func(t *testing.T) {
 		runAll(t, hostEnv(p, "", "native", 2), OnInstance, OnInstance, platform.NetHost)
+	})
+	t.Run("cancel", func(t *testing.T) {
+		for _, client := range []string{OnHost, OnInstance} {
+			p, err := TCPRR.Resolve(map[string]string{"duration": "1h", "client": client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+			_, err = TCPRR.Host(ctx, p, hostEnv(np, "", "native", 1))
+			cancel()
+			if err == nil {
+				t.Errorf("client=%s: a cancelled run reported no error", client)
+			}
+		}
 	})
 	if after := nativeDirs(t); len(after) > len(before) {
 		t.Errorf("native scratch dirs left behind: %v", after)
@@ -295,4 +310,21 @@ type testLog struct{ t *testing.T }
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+func TestDefsRegisterAndResolve(t *testing.T) {
+	reg, err := workload.NewRegistry(Defs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range reg.Names() {
+		if _, err := reg[name].Resolve(nil); err != nil {
+			t.Errorf("%s: defaults do not validate: %v", name, err)
+		}
+	}
+	for _, d := range []workload.Def{Server, Client} {
+		if d.Agent == nil || !strings.HasPrefix(d.Name, "_") {
+			t.Errorf("%s: the in-guest halves must be agent workloads with hidden names", d.Name)
+		}
+	}
 }
