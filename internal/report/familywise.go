@@ -1,0 +1,36 @@
+package report
+
+import (
+	"math"
+
+	"github.com/isobench/isobench/internal/stats"
+)
+
+// CompareCellsFamilywise is CompareCells with the confidence level of
+// every cell's interval raised (Bonferroni) so that, over all k paired
+// cells together, the chance of flagging any cell that did not change is
+// at most 1 − opt.Confidence (5% by default) instead of about that much
+// per cell. CompareCells at 95% flags about 1 unchanged cell in 20, so a
+// comparison of dozens of cells nearly always reports some change that
+// is only noise; this variant reports a change only when it stands out of
+// the noise of the whole set. The bootstrap gets enough resamples for the
+// narrower tails (at most stats.MaxResamples).
+func CompareCellsFamilywise(a, b []Cell, opt stats.Options) []Change {
+	k := len(CompareCells(a, b, stats.Options{Resamples: 1}))
+	if k <= 1 {
+		return CompareCells(a, b, opt)
+	}
+	conf := opt.Confidence
+	if !(conf > 0 && conf < 1) {
+		conf = stats.DefaultConfidence
+	}
+	alpha := (1 - conf) / float64(k)
+	opt.Confidence = 1 - alpha
+	// About 20 resamples in each tail keep the percentile interval's ends
+	// stable.
+	need := int(math.Ceil(40 / alpha))
+	if opt.Resamples < need {
+		opt.Resamples = min(need, stats.MaxResamples)
+	}
+	return CompareCells(a, b, opt)
+}
