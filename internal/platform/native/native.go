@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/workload"
 )
@@ -35,6 +36,9 @@ var Factory = platform.Factory{
 type Platform struct {
 	env  platform.Env
 	base platform.Spec
+
+	appletsOnce sync.Once
+	appletDir   string
 }
 
 // New checks the options: native has only the host's network and file system.
@@ -129,9 +133,10 @@ type Instance struct {
 	mainErr error
 	done    chan struct{}
 
-	mu      sync.Mutex
-	closed  bool
-	created map[string]bool // files CopyIn created on the host
+	mu          sync.Mutex
+	closed      bool
+	created     map[string]bool // files CopyIn created on the host
+	createdDirs []string        // directories CopyIn created, parents first
 }
 
 // ID is the scratch directory's name.
@@ -149,10 +154,56 @@ func (in *Instance) command(ctx context.Context, argv []string, stdio platform.E
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = in.dir
-	cmd.Env = append(os.Environ(), workload.ScratchEnv+"="+in.dir)
+	cmd.Env = in.p.environ(in.dir)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
 	cmd.WaitDelay = 2 * time.Second
 	return cmd
+}
+
+// environ is the host's environment with the scratch dir, and the host's
+// static busybox applets at the end of PATH, so the tools every image has
+// (httpd, nc...) exist on native too while host binaries take precedence.
+func (p *Platform) environ(scratch string) []string {
+	env := []string{workload.ScratchEnv + "=" + scratch}
+	path := os.Getenv("PATH")
+	if dir := p.applets(); dir != "" {
+		path += ":" + dir
+	}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, workload.ScratchEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "PATH="+path)
+}
+
+// applets makes (once) a directory of links to the host's static busybox.
+func (p *Platform) applets() string {
+	p.appletsOnce.Do(func() {
+		bb := ""
+		for _, c := range image.BusyboxCandidates {
+			if _, err := os.Stat(c); err == nil {
+				bb = c
+				break
+			}
+		}
+		if bb == "" || p.env.StateDir == "" {
+			return
+		}
+		dir := filepath.Join(p.env.StateDir, "native-applets")
+		out, err := exec.Command(bb, "--list").Output()
+		if err != nil || os.MkdirAll(dir, 0o755) != nil {
+			return
+		}
+		for _, a := range strings.Fields(string(out)) {
+			link := filepath.Join(dir, a)
+			if _, err := os.Lstat(link); err != nil {
+				os.Symlink(bb, link)
+			}
+		}
+		p.appletDir = dir
+	})
+	return p.appletDir
 }
 
 // Exec runs argv on the host, in the instance's cgroup and scratch dir.
@@ -160,8 +211,29 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	if len(argv) == 0 {
 		return errors.New("native: empty command")
 	}
+	// A stdin that is not a file gets a pipe of our own: os/exec would
+	// otherwise wait for its copying goroutine, which blocks in Read for as
+	// long as the caller keeps stdin open, even after the command exited.
+	var stdinW *os.File
+	if stdio.Stdin != nil {
+		if _, isFile := stdio.Stdin.(*os.File); !isFile {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return fmt.Errorf("native: %w", err)
+			}
+			go func(src io.Reader) {
+				io.Copy(w, src)
+				w.Close()
+			}(stdio.Stdin)
+			stdio.Stdin, stdinW = r, w
+			defer r.Close()
+		}
+	}
 	cmd := in.command(ctx, argv, stdio)
 	err := cmd.Run()
+	if stdinW != nil {
+		stdinW.Close() // the copier ends at its next write
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ctx.Err() == nil {
 		return &platform.ExitError{Code: ee.ExitCode(), Argv: argv}
@@ -176,17 +248,25 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 }
 
 // CopyIn copies a host file to guestPath, which on native is a host path.
-// It refuses to overwrite an existing file, and removes what it created on Close.
+// Missing parent directories are created; it refuses to overwrite a host
+// file it did not create itself, and removes what it created on Close.
 func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
-	if _, err := os.Lstat(guestPath); err == nil {
+	guestPath = filepath.Clean(guestPath)
+	in.mu.Lock()
+	own := in.created[guestPath]
+	in.mu.Unlock()
+	if _, err := os.Lstat(guestPath); err == nil && !own {
 		return fmt.Errorf("native: copy in: %s already exists on the host; native refuses to overwrite host files", guestPath)
+	}
+	if err := in.mkdirs(filepath.Dir(guestPath)); err != nil {
+		return fmt.Errorf("native: copy in: %w", err)
 	}
 	src, err := os.Open(hostPath)
 	if err != nil {
 		return fmt.Errorf("native: copy in: %w", err)
 	}
 	defer src.Close()
-	dst, err := os.OpenFile(guestPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, os.FileMode(mode))
+	dst, err := os.OpenFile(guestPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, os.FileMode(mode))
 	if err != nil {
 		return fmt.Errorf("native: copy in: %w", err)
 	}
@@ -197,7 +277,33 @@ func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode
 		dst.Close()
 		return fmt.Errorf("native: copy in: %w", err)
 	}
-	return dst.Close()
+	if err := dst.Close(); err != nil {
+		return fmt.Errorf("native: copy in: %w", err)
+	}
+	return os.Chmod(guestPath, os.FileMode(mode))
+}
+
+// mkdirs creates dir and its missing parents, remembering each one it made.
+func (in *Instance) mkdirs(dir string) error {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		in.mu.Lock()
+		in.createdDirs = append(in.createdDirs, missing[i])
+		in.mu.Unlock()
+	}
+	return nil
 }
 
 // Address is the host's loopback.
@@ -258,6 +364,9 @@ func (in *Instance) Close(ctx context.Context) error {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
+	}
+	for i := len(in.createdDirs) - 1; i >= 0; i-- {
+		os.Remove(in.createdDirs[i]) // only if empty: the instance may have shared it
 	}
 	if err := os.RemoveAll(in.dir); err != nil {
 		errs = append(errs, err)
