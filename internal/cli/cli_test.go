@@ -77,6 +77,10 @@ func TestBadInputIsOneLineExit2AndStartsNothing(t *testing.T) {
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
+			// A private temp dir: other packages' tests create native
+			// instances in the shared one while this runs.
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
 			st, out, errb := newTestState(t)
 			wd, _ := os.Getwd()
 			os.Chdir(dir)
@@ -95,8 +99,8 @@ func TestBadInputIsOneLineExit2AndStartsNothing(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "isobench.db")); err == nil {
 				t.Fatal("bad input created a store")
 			}
-			if leftovers, _ := filepath.Glob(filepath.Join(os.TempDir(), "isobench-native", "*")); len(leftovers) > 0 {
-				t.Fatalf("native instances left behind: %v", leftovers)
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Fatalf("bad input left files in the temp dir: %v", left)
 			}
 		})
 	}
