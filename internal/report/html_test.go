@@ -186,6 +186,9 @@ func TestNiceScale(t *testing.T) {
 			t.Errorf("step %v is not nice", step)
 		}
 	}
+	if got := fitText("memory:access=seq,block-size=1k,duration=500ms: mib_per_sec", 30); got != "memory:access=…ms: mib_per_sec" || len([]rune(got)) != 30 {
+		t.Errorf("fitText = %q", got)
+	}
 	if got := tickLabel(2500000, 500000); got != "2.5M" {
 		t.Errorf("tickLabel = %q", got)
 	}

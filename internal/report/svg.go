@@ -37,6 +37,7 @@ const (
 	maxYTicks   = 6
 	maxXTicks   = 8
 	bandOpacity = 0.18
+	titleChars  = 76 // what fits across a chart in the 13px bold title font
 )
 
 // point is one instance count of one series in a line chart.
@@ -165,6 +166,9 @@ func ticks(min, max, step float64) []float64 {
 // tickLabel prints a tick value with as many decimals as the step needs,
 // abbreviating thousands and millions.
 func tickLabel(v, step float64) string {
+	if v == 0 {
+		return "0"
+	}
 	suffix := ""
 	a := math.Max(math.Abs(v), step)
 	switch {
@@ -183,6 +187,18 @@ func tickLabel(v, step float64) string {
 		}
 	}
 	return strconv.FormatFloat(v, 'f', dec, 64) + suffix
+}
+
+// fitText shortens s to at most n characters, eliding its middle so
+// that both the workload's name and the metric at the end stay visible.
+func fitText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n || n < 5 {
+		return s
+	}
+	head := (n - 1) / 2
+	tail := n - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
 
 // esc escapes text for SVG and HTML content and attributes.
@@ -225,7 +241,7 @@ func (w *svgWriter) frame(class, title, xlabel, ylabel string, ymin, ymax, ystep
 		class, chartW, f1(height), chartW, f1(height), fontSize)
 	w.printf(`<title>%s</title>`, esc(title))
 	w.printf(`<rect x="0" y="0" width="%d" height="%s" fill="#fff"/>`, chartW, f1(height))
-	w.text(chartW/2, 20, "middle", "title", title)
+	w.text(chartW/2, 20, "middle", "title", fitText(title, titleChars))
 	plotW := float64(chartW - plotLeft - plotRight)
 	y := func(v float64) float64 { return plotTop + plotH - (v-ymin)/(ymax-ymin)*plotH }
 	for _, t := range ticks(ymin, ymax, ystep) {
