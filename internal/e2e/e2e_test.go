@@ -246,7 +246,7 @@ func TestAA(t *testing.T) {
 // true ratio is 0.5/0.6 ≈ 0.83 — the report would be right and a check
 // for 0.5 wrong. So the test measures the CPU time other processes used
 // during each run (/proc/stat minus isobench's own time) and judges only
-// a run during which they left at least a core free; it tries up to three
+// a run during which they left at least one core free; it tries up to three
 // times and skips, saying what it measured, when the host never was that
 // quiet.
 func TestInjectedSlowdown(t *testing.T) {
@@ -255,8 +255,9 @@ func TestInjectedSlowdown(t *testing.T) {
 	defer cancel()
 	cores := runtime.NumCPU()
 	// Other processes may use this many CPUs and still leave our single
-	// thread a full core.
-	quiet := float64(cores) - 1.25
+	// thread a full core. (Measured here: other load 0.98 CPU of 2 gave a
+	// ratio of 0.517, 1.27 CPUs gave 0.76.)
+	quiet := float64(cores) - 1
 	var (
 		cells   map[string]cell
 		db      string
