@@ -304,6 +304,11 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		select {
 		case ph := <-got:
 			if ph == "started" {
+				// crun runs poststart hooks before it writes the state
+				// file that exec reads: wait until the state is readable.
+				if err := in.waitState(ctx); err != nil {
+					return nil, err
+				}
 				return in, nil
 			}
 		case <-in.done:
@@ -313,6 +318,27 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 			return in, nil // a short main process; Wait reports its status
 		case <-ctx.Done():
 			return nil, fmt.Errorf("%s run %s: %w", p.runtime, id, ctx.Err())
+		}
+	}
+}
+
+// waitState polls "<runtime> state" until the container's state can be
+// read (or the main process ended), so an Exec right after Create works.
+func (in *Instance) waitState(ctx context.Context) error {
+	var last []byte
+	for i := 0; ; i++ {
+		full := in.p.command("state", in.id)
+		out, err := exec.CommandContext(ctx, full[0], full[1:]...).CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		last = out
+		select {
+		case <-in.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("%s state %s: %w: %s", in.p.runtime, in.id, ctx.Err(), last)
+		case <-time.After(time.Duration(min(i+1, 20)) * time.Millisecond):
 		}
 	}
 }
