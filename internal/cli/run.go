@@ -120,6 +120,10 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 			fingerprint[plan.Targets[i].Label+"."+k] = v
 		}
 	}
+	hostinfo.AddStorage(fingerprint, "state_dir", env.StateDir)
+	for _, w := range hostinfo.Warnings(fingerprint) {
+		fmt.Fprintln(st.Stderr, "warning:", w)
+	}
 	for _, t := range plan.Targets {
 		if pr, ok := t.Platform.(platform.Preparer); ok {
 			if err := pr.Prepare(ctx, plan.Image); err != nil {
