@@ -17,8 +17,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -116,6 +118,7 @@ var Server = workload.Def{
 		{Name: "bind", Kind: workload.String, Default: "0.0.0.0", Help: "address to listen on"},
 		{Name: "port", Kind: workload.Int, Default: "5201", Min: 1, Max: 65535, Help: "port to listen on"},
 		{Name: "timeout", Kind: workload.Duration, Default: "1h", Min: 1, Max: 86400, Help: "stop serving after this long even without a stop"},
+		{Name: "watch-stdin", Kind: workload.Bool, Default: "false", Help: "also stop when the agent's standard input closes (the host went away); only for an agent in its own process"},
 	},
 	Agent: serveAgent,
 }
@@ -152,6 +155,14 @@ func serveAgent(ctx context.Context, p workload.Params, ready workload.Barrier) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Duration("timeout"))
 	defer cancel()
+	if p.Bool("watch-stdin") {
+		// after "go" the host sends nothing more; end of input means the
+		// session was closed or the host is gone
+		go func() {
+			io.Copy(io.Discard, os.Stdin)
+			cancel()
+		}()
+	}
 	if err := s.Serve(ctx); err != nil {
 		return nil, err
 	}
@@ -370,7 +381,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		params := spec.Canonical(map[string]string{"bind": addr, "port": strconv.Itoa(port), "timeout": (timeout(r.p) + time.Minute).String()})
+		params := spec.Canonical(map[string]string{"bind": addr, "port": strconv.Itoa(port), "timeout": (timeout(r.p) + time.Minute).String(), "watch-stdin": "true"})
 		sess := agent.Start(ctx, srv, ServerName, params)
 		if err := sess.WaitReady(ctx); err != nil {
 			sess.Abort()
