@@ -123,6 +123,24 @@ func nofile() ociRlim {
 	return ociRlim{Type: "RLIMIT_NOFILE", Hard: l.Max, Soft: l.Max}
 }
 
+// phaseHooks returns hooks that write "created" (createRuntime) and
+// "started" (poststart) lines to the FIFO at fifo.
+//
+// A hook receives the container's state as JSON on its stdin, and crun
+// writes it only after it has started the hook. A hook that exits without
+// reading it makes that write fail with EPIPE, which crun (1.8) treats as
+// a failed hook: a failed createRuntime hook aborts `crun run` ("error
+// executing hook ... writing to pipe: Broken pipe"), and a failed poststart
+// hook makes crun kill and delete the container that was already reported
+// started, so a later exec finds no state. So the hook reads the state to
+// its end first (runc ignores EPIPE there, so it never showed there).
+func phaseHooks(fifo string) *ociHooks {
+	hook := func(name string) []ociHook {
+		return []ociHook{{Path: "/bin/sh", Args: []string{"sh", "-c", `/bin/cat >/dev/null; echo ` + name + ` > "$0"`, fifo}}}
+	}
+	return &ociHooks{CreateRuntime: hook("created"), Poststart: hook("started")}
+}
+
 // bundleConfig is what ociConfig needs besides the spec.
 type bundleConfig struct {
 	id        string

@@ -232,10 +232,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		return nil, fmt.Errorf("%s: phase fifo: %w", p.runtime, err)
 	}
 	defer phases.Close()
-	hook := func(name string) []ociHook {
-		return []ociHook{{Path: "/bin/sh", Args: []string{"sh", "-c", `echo ` + name + ` > "$0"`, fifo}}}
-	}
-	b.hooks = &ociHooks{CreateRuntime: hook("created"), Poststart: hook("started")}
+	b.hooks = phaseHooks(fifo)
 	cfg, err := json.MarshalIndent(ociConfig(s, b), "", "\t")
 	if err != nil {
 		return nil, fmt.Errorf("%s: config: %w", p.runtime, err)
@@ -304,8 +301,9 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		select {
 		case ph := <-got:
 			if ph == "started" {
-				// crun runs poststart hooks before it writes the state
-				// file that exec reads: wait until the state is readable.
+				// both runtimes write their state before the poststart
+				// hooks; checking that it reads back (normally one call)
+				// makes an Exec right after Create safe regardless
 				if err := in.waitState(ctx); err != nil {
 					return nil, err
 				}
