@@ -10,9 +10,12 @@ import (
 )
 
 // Request/response runs with the socket in blocking mode, calling read and
-// write directly, as netperf and sockperf do: through Go's netpoller every
-// transaction would park and wake a goroutine on each side, which costs
-// more than the network path being measured on loopback or a bridge.
+// write directly, as netperf and sockperf do. It also takes the socket out
+// of Go's netpoller: while registered, every arriving segment wakes a
+// runtime thread parked in epoll_wait on an idle P, which doubled the
+// round trip on a 2-CPU host. So the socket is duplicated and the
+// net.Conn closed (which removes its epoll registration); the duplicate
+// keeps the connection and is used with plain system calls.
 
 // tick is the socket timeout (SO_RCVTIMEO/SO_SNDTIMEO): how often a
 // blocked read or write comes back to check whether it should give up.
@@ -21,8 +24,10 @@ const tick = 200 * time.Millisecond
 // errGiveUp is returned by a blocking loop told to stop by its check.
 var errGiveUp = errors.New("netbench: stopped")
 
-// withBlocking runs fn with c's socket in blocking mode and socket timeouts
-// of one tick. While fn runs, closing c waits for it.
+// withBlocking detaches c's socket from the netpoller as described above
+// and runs fn on it in blocking mode, with socket timeouts of one tick. c
+// is closed when withBlocking returns; the connection ends when fn's
+// descriptor is closed, right after fn.
 func withBlocking(c net.Conn, fn func(fd int) error) error {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
@@ -32,28 +37,28 @@ func withBlocking(c net.Conn, fn func(fd int) error) error {
 	if err != nil {
 		return fmt.Errorf("netbench: %w", err)
 	}
-	var ferr error
-	if err := rc.Control(func(ufd uintptr) {
-		fd := int(ufd)
-		tv := syscall.NsecToTimeval(int64(tick))
-		if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
-			ferr = fmt.Errorf("netbench: SO_RCVTIMEO: %w", err)
-			return
-		}
-		if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv); err != nil {
-			ferr = fmt.Errorf("netbench: SO_SNDTIMEO: %w", err)
-			return
-		}
-		if err := syscall.SetNonblock(fd, false); err != nil {
-			ferr = fmt.Errorf("netbench: blocking mode: %w", err)
-			return
-		}
-		defer syscall.SetNonblock(fd, true)
-		ferr = fn(fd)
-	}); err != nil {
+	fd := -1
+	var derr error
+	if err := rc.Control(func(ufd uintptr) { fd, derr = syscall.Dup(int(ufd)) }); err != nil {
 		return fmt.Errorf("netbench: %w", err)
 	}
-	return ferr
+	if derr != nil {
+		return fmt.Errorf("netbench: dup: %w", derr)
+	}
+	syscall.CloseOnExec(fd)
+	defer syscall.Close(fd)
+	c.Close() // drops the epoll registration; fd keeps the socket open
+	tv := syscall.NsecToTimeval(int64(tick))
+	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("netbench: SO_RCVTIMEO: %w", err)
+	}
+	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv); err != nil {
+		return fmt.Errorf("netbench: SO_SNDTIMEO: %w", err)
+	}
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		return fmt.Errorf("netbench: blocking mode: %w", err)
+	}
+	return fn(fd)
 }
 
 // readFull reads len(b) bytes from a blocking fd. check is called whenever
