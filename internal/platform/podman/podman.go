@@ -1,0 +1,660 @@
+// Package podman runs instances as rootful Podman containers through the
+// podman command line (no daemon; each container has its conmon).
+//
+// Images are imported (`podman import`) from a tar of the image profile's
+// root file system, tagged with the builder's content digest, so an image
+// is reused exactly when its content would not change; nothing is pulled.
+//
+// Two host quirks are handled here rather than in containers.conf:
+//   - Podman's default ulimits (nofile and nproc of 1048576 or so) cannot be
+//     set by a runtime without CAP_SYS_RESOURCE headroom above the caller's
+//     hard limits; every container gets explicit ulimits instead: nofile at
+//     the caller's hard limit, nproc at min(caller's hard limit, 32768),
+//     which is what podman leaves conmon able to grant.
+//   - crun 1.8 (Debian 12's default runtime for podman) refuses a hybrid
+//     cgroup v1 host ("cgroups in hybrid mode not supported"), so the OCI
+//     runtime defaults to runc; podman:runtime=crun selects crun.
+package podman
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/image"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/runc/local"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// Factory registers the podman platform.
+var Factory = platform.Factory{
+	Name:  "podman",
+	Help:  "rootful Podman containers via the podman CLI; image imported from the profile's rootfs; network=bridge (default, podman's own network), host or none; runtime=runc (default) or crun",
+	Extra: []string{"runtime"},
+	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
+		return New(ctx, o, env)
+	},
+}
+
+// ImageRepo is the repository a profile is imported as; the tag is the
+// content digest.
+func ImageRepo(profile string) string { return "localhost/isobench/" + profile }
+
+// NamePrefix starts the name of every container this platform creates.
+const NamePrefix = "isobench-"
+
+// Platform creates Podman containers.
+type Platform struct {
+	opts    platform.Options
+	env     platform.Env
+	runtime string // OCI runtime podman runs ("runc" or "crun")
+
+	imageMu sync.Mutex
+	refs    map[string]string // profile → image reference
+}
+
+// New makes a podman platform; nothing is contacted until used.
+func New(ctx context.Context, o platform.Options, env platform.Env) (*Platform, error) {
+	rt := o.Extra["runtime"]
+	switch rt {
+	case "":
+		rt = "runc"
+	case "runc", "crun":
+	default:
+		return nil, fmt.Errorf("podman: runtime=%q is %w (use runc or crun)", rt, platform.ErrUnsupported)
+	}
+	if _, err := networkArg(o.Base.Network); err != nil {
+		return nil, err
+	}
+	if err := checkStorage(o.Base.Storage); err != nil {
+		return nil, err
+	}
+	return &Platform{opts: o, env: env, runtime: rt}, nil
+}
+
+// Name implements platform.Platform.
+func (p *Platform) Name() string { return "podman" }
+
+func (p *Platform) log() io.Writer {
+	if p.env.Log == nil {
+		return io.Discard
+	}
+	return p.env.Log
+}
+
+// podman runs the podman CLI and returns its stdout; the error carries
+// stderr.
+func podman(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "podman", args...)
+	cmd.Stdin = stdin
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return stdout.String(), fmt.Errorf("podman %s: %w", args[0], ctx.Err())
+		}
+		return stdout.String(), fmt.Errorf("podman %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// Available checks the podman binary and the OCI runtime.
+func (p *Platform) Available(ctx context.Context) error {
+	if _, err := exec.LookPath("podman"); err != nil {
+		return errors.New("podman is not installed: apt-get install -y podman")
+	}
+	if _, err := exec.LookPath(p.runtime); err != nil {
+		return fmt.Errorf("podman: the OCI runtime %s is not installed: apt-get install -y %s", p.runtime, p.runtime)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("podman: isobench uses rootful podman: run as root")
+	}
+	if _, err := podman(ctx, nil, "version", "--format", "{{.Client.Version}}"); err != nil {
+		return fmt.Errorf("podman does not work here: %w", err)
+	}
+	return nil
+}
+
+// podmanInfo is the part of `podman info --format json` isobench records.
+type podmanInfo struct {
+	Host struct {
+		CgroupManager  string `json:"cgroupManager"`
+		CgroupVersion  string `json:"cgroupVersion"`
+		NetworkBackend string `json:"networkBackend"`
+		Conmon         struct {
+			Version string `json:"version"`
+		} `json:"conmon"`
+		Kernel string `json:"kernel"`
+	} `json:"host"`
+	Store struct {
+		GraphDriverName string `json:"graphDriverName"`
+	} `json:"store"`
+	Version struct {
+		Version string `json:"Version"`
+	} `json:"version"`
+}
+
+// Facts implements platform.Platform.
+func (p *Platform) Facts(ctx context.Context) map[string]string {
+	f := map[string]string{"runtime": p.runtime, "cgroup_version": strconv.Itoa(cgroup.Version())}
+	nofile, nproc := ulimits()
+	f["ulimit_nofile"] = strconv.FormatUint(nofile, 10)
+	f["ulimit_nproc"] = strconv.FormatUint(nproc, 10)
+	out, err := podman(ctx, nil, "info", "--format", "json")
+	if err != nil {
+		f["error"] = err.Error()
+		return f
+	}
+	var info podmanInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		f["error"] = fmt.Sprintf("podman info: %v", err)
+		return f
+	}
+	f["podman_version"] = info.Version.Version
+	f["cgroup_manager"] = info.Host.CgroupManager
+	f["network_backend"] = info.Host.NetworkBackend
+	f["storage_driver"] = info.Store.GraphDriverName
+	f["conmon_version"] = strings.TrimPrefix(info.Host.Conmon.Version, "conmon version ")
+	if v, err := exec.CommandContext(ctx, p.runtime, "--version").Output(); err == nil {
+		line, _, _ := strings.Cut(strings.TrimSpace(string(v)), "\n")
+		f[p.runtime+"_version"] = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(line, p.runtime), " version"))
+	}
+	return f
+}
+
+// ulimits are the nofile and nproc limits every container gets: the
+// caller's hard limits (nproc capped at 32768: podman's conmon cannot grant
+// more on hosts without CAP_SYS_RESOURCE headroom).
+func ulimits() (nofile, nproc uint64) {
+	nofile, nproc = 1024, 4096
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Max > 0 {
+		nofile = l.Max
+	}
+	const rlimitNproc = 6
+	if syscall.Getrlimit(rlimitNproc, &l) == nil && l.Max > 0 {
+		nproc = min(l.Max, 32768)
+	}
+	return nofile, nproc
+}
+
+// Close implements platform.Platform: instances are closed by their owner
+// and images are kept as a cache.
+func (p *Platform) Close(ctx context.Context) error { return nil }
+
+// profile is the image profile asked for.
+func profile(s platform.Spec) string {
+	if s.Image != "" {
+		return s.Image
+	}
+	return image.Minimal
+}
+
+// Prepare implements platform.Preparer: it imports the profile's image
+// unless its digest is already there.
+func (p *Platform) Prepare(ctx context.Context, profile string) error {
+	if profile == "" {
+		profile = image.Minimal
+	}
+	_, err := p.image(ctx, profile)
+	return err
+}
+
+var _ platform.Preparer = (*Platform)(nil)
+
+// image returns the profile's image reference, importing it when missing
+// (checked once per platform, since hashing the agent takes time).
+func (p *Platform) image(ctx context.Context, profile string) (string, error) {
+	p.imageMu.Lock()
+	defer p.imageMu.Unlock()
+	if ref, ok := p.refs[profile]; ok {
+		return ref, nil
+	}
+	b := image.Builder{AgentBinary: p.env.AgentBinary}
+	digest, err := b.Digest(profile)
+	if err != nil {
+		return "", fmt.Errorf("podman image %s: %w", profile, err)
+	}
+	ref := ImageRepo(profile) + ":" + digest
+	if err := exec.CommandContext(ctx, "podman", "image", "exists", ref).Run(); err != nil {
+		if err := p.importImage(ctx, b, profile, ref); err != nil {
+			return "", err
+		}
+	}
+	if p.refs == nil {
+		p.refs = map[string]string{}
+	}
+	p.refs[profile] = ref
+	return ref, nil
+}
+
+// importImage builds the profile's root file system in a temporary
+// directory and streams it as a tar into `podman import`.
+func (p *Platform) importImage(ctx context.Context, b image.Builder, profile, ref string) error {
+	if p.env.StateDir == "" {
+		return errors.New("podman image: no state directory to build the root file system in")
+	}
+	if err := os.MkdirAll(p.env.StateDir, 0o755); err != nil {
+		return fmt.Errorf("podman image: %w", err)
+	}
+	tmp, err := os.MkdirTemp(p.env.StateDir, "podman-rootfs-")
+	if err != nil {
+		return fmt.Errorf("podman image: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := b.BuildRootfs(ctx, profile, tmp); err != nil {
+		return fmt.Errorf("podman image %s: %w", ref, err)
+	}
+	fmt.Fprintf(p.log(), "podman: importing image %s\n", ref)
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(image.Tar(tmp, pw)) }()
+	defer pr.Close()
+	if _, err := podman(ctx, pr, "import", "--quiet", "--change", "LABEL "+platform.Label+"=1", "-", ref); err != nil {
+		return fmt.Errorf("podman image import %s: %w", ref, err)
+	}
+	return nil
+}
+
+// Images lists the references of profile's imported images.
+func (p *Platform) Images(ctx context.Context, profile string) ([]string, error) {
+	out, err := podman(ctx, nil, "images", "--noheading", "--format", "{{.Repository}}:{{.Tag}}", "--filter", "reference="+ImageRepo(profile))
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// RemoveImage deletes one image reference.
+func (p *Platform) RemoveImage(ctx context.Context, ref string) error {
+	_, err := podman(ctx, nil, "rmi", "--force", ref)
+	p.imageMu.Lock()
+	for k, v := range p.refs {
+		if v == ref {
+			delete(p.refs, k)
+		}
+	}
+	p.imageMu.Unlock()
+	return err
+}
+
+// networkArg maps a network mode to podman's --network value.
+func networkArg(n string) (string, error) {
+	switch n {
+	case platform.NetDefault, platform.NetBridge:
+		return "bridge", nil
+	case platform.NetHost:
+		return "host", nil
+	case platform.NetNone:
+		return "none", nil
+	}
+	return "", fmt.Errorf("podman: network=%q is %w (use bridge, host or none)", n, platform.ErrUnsupported)
+}
+
+func checkStorage(s string) error {
+	switch s {
+	case "", platform.StorageRootfs, platform.StorageVolume:
+		return nil
+	}
+	return fmt.Errorf("podman: storage=%q is %w (use rootfs or volume)", s, platform.ErrUnsupported)
+}
+
+// containerName makes a valid, prefixed, unique container name.
+func containerName(name string) string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	var sb strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
+			sb.WriteRune(r)
+		default:
+			sb.WriteByte('-')
+		}
+	}
+	if sb.Len() > 0 {
+		sb.WriteByte('-')
+	}
+	return NamePrefix + sb.String() + hex.EncodeToString(b)
+}
+
+// createArgs builds `podman create`'s arguments. volDir, when not empty, is
+// bind-mounted at platform.ScratchDir.
+func (p *Platform) createArgs(s platform.Spec, name, ref, volDir string) ([]string, error) {
+	netArg, err := networkArg(s.Network)
+	if err != nil {
+		return nil, err
+	}
+	if s.CPUs < 0 || s.Memory < 0 {
+		return nil, errors.New("podman: negative cpus or memory")
+	}
+	nofile, nproc := ulimits()
+	args := []string{"create", "--name", name, "--runtime", p.runtime,
+		"--label", platform.Label + "=1",
+		"--ulimit", fmt.Sprintf("nofile=%d:%d", nofile, nofile),
+		"--ulimit", fmt.Sprintf("nproc=%d:%d", nproc, nproc),
+		"--network", netArg,
+		"--hostname", "isobench",
+		"--env", workload.ScratchEnv + "=" + platform.ScratchDir,
+		"--env", "HOME=/root",
+		"--log-driver", "k8s-file",
+	}
+	if s.Name != "" {
+		args = append(args, "--label", platform.Label+".name="+s.Name)
+	}
+	for k, v := range s.Labels {
+		args = append(args, "--label", k+"="+v)
+	}
+	if s.CPUs > 0 {
+		args = append(args, "--cpus", strconv.FormatFloat(s.CPUs, 'f', -1, 64))
+	}
+	if s.Memory > 0 {
+		m := strconv.FormatInt(s.Memory, 10)
+		args = append(args, "--memory", m, "--memory-swap", m)
+	}
+	if volDir != "" {
+		args = append(args, "--volume", volDir+":"+platform.ScratchDir)
+	}
+	args = append(args, ref)
+	return append(args, local.MainArgv(s)...), nil
+}
+
+// volumeDir is the host directory of an instance's storage=volume.
+func (p *Platform) volumeDir(name string) string {
+	return filepath.Join(p.env.StateDir, "podman-volumes", name)
+}
+
+// Create implements platform.Platform: podman create, then start; it
+// returns once the main process has started.
+func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Instance, err error) {
+	if err := checkStorage(s.Storage); err != nil {
+		return nil, err
+	}
+	if s.Network == platform.NetDefault {
+		s.Network = p.opts.Base.Network
+	}
+	if _, err := networkArg(s.Network); err != nil {
+		return nil, err
+	}
+	ref, err := p.image(ctx, profile(s))
+	if err != nil {
+		return nil, err
+	}
+	name := containerName(s.Name)
+	in := &Instance{p: p, name: name, spec: s, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			in.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if s.Storage == platform.StorageVolume {
+		in.volume = p.volumeDir(name)
+		if err := os.MkdirAll(in.volume, 0o755); err != nil {
+			return nil, fmt.Errorf("podman: volume: %w", err)
+		}
+		os.Chmod(in.volume, 0o777)
+	}
+	args, err := p.createArgs(s, name, ref, in.volume)
+	if err != nil {
+		return nil, err
+	}
+	out, err := podman(ctx, nil, args...)
+	if err != nil {
+		return nil, err
+	}
+	in.id = strings.TrimSpace(out)
+	if s.Phase != nil {
+		s.Phase("created", time.Now())
+	}
+	if _, err := podman(ctx, nil, "start", in.id); err != nil {
+		return nil, err
+	}
+	if s.Phase != nil {
+		s.Phase("started", time.Now())
+	}
+	in.started = true
+	if s.Network == platform.NetBridge || s.Network == platform.NetDefault {
+		ip, err := podman(ctx, nil, "inspect", "--format", "{{.NetworkSettings.IPAddress}}", in.id)
+		if err != nil {
+			return nil, err
+		}
+		in.addr = strings.TrimSpace(ip)
+	}
+	go in.watch(s.MainStdout)
+	return in, nil
+}
+
+// Instance is one Podman container.
+type Instance struct {
+	p       *Platform
+	id      string
+	name    string
+	spec    platform.Spec
+	volume  string
+	addr    string
+	started bool
+
+	done    chan struct{} // closed when the main process ended (or was removed)
+	code    int
+	waitErr error
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// watch follows the main process's stdout and waits for its exit status.
+func (in *Instance) watch(stdout io.Writer) {
+	defer close(in.done)
+	ctx := context.Background()
+	var logs *exec.Cmd
+	if stdout != nil {
+		logs = exec.Command("podman", "logs", "--follow", in.id)
+		logs.Stdout = stdout
+		if err := logs.Start(); err != nil {
+			logs = nil
+		}
+	}
+	out, err := podman(ctx, nil, "wait", in.id)
+	if logs != nil {
+		logs.Wait()
+	}
+	if err != nil {
+		in.code, in.waitErr = -1, err
+		return
+	}
+	in.code, in.waitErr = -1, nil
+	if c, perr := strconv.Atoi(strings.TrimSpace(out)); perr == nil {
+		in.code = c
+	} else {
+		in.waitErr = fmt.Errorf("podman wait: unexpected answer %q", out)
+	}
+}
+
+// ID is the container id.
+func (in *Instance) ID() string { return in.id }
+
+// Name is the container name.
+func (in *Instance) Name() string { return in.name }
+
+func (in *Instance) isClosed() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.closed
+}
+
+// Exec runs argv with `podman exec`; cancelling ctx kills the podman
+// process (the command inside may outlive it).
+func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
+	if len(argv) == 0 {
+		return errors.New("podman: empty command")
+	}
+	if in.isClosed() {
+		return fmt.Errorf("podman: instance %s is closed", in.name)
+	}
+	args := []string{"exec"}
+	if stdio.Stdin != nil {
+		args = append(args, "--interactive")
+	}
+	args = append(append(args, in.id), local.GuestArgv(argv)...)
+	cmd := exec.CommandContext(ctx, "podman", args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
+	return local.Run(ctx, cmd, argv, "podman exec")
+}
+
+// CopyIn writes the host file into the container through exec (so it
+// also lands in a volume mounted in the container).
+func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
+	f, err := os.Open(hostPath)
+	if err != nil {
+		return fmt.Errorf("podman: copy in: %w", err)
+	}
+	defer f.Close()
+	var errb local.TailBuffer
+	if err := in.Exec(ctx, local.CopyInArgv(guestPath, mode), platform.ExecIO{Stdin: f, Stderr: &errb}); err != nil {
+		return fmt.Errorf("podman: copy in %s: %w: %s", guestPath, err, errb.String())
+	}
+	return nil
+}
+
+// Address is the container's address on podman's bridge, loopback with the
+// host network, "" with none.
+func (in *Instance) Address(ctx context.Context) (string, error) {
+	switch in.spec.Network {
+	case platform.NetHost:
+		return "127.0.0.1", nil
+	case platform.NetNone:
+		return "", nil
+	}
+	if in.addr == "" {
+		return "", fmt.Errorf("podman: container %s has no bridge address", in.name)
+	}
+	return in.addr, nil
+}
+
+// Facts implements platform.Instance.
+func (in *Instance) Facts(ctx context.Context) map[string]string {
+	network := in.spec.Network
+	if network == platform.NetDefault {
+		network = platform.NetBridge
+	}
+	f := map[string]string{"id": in.id, "name": in.name, "runtime": in.p.runtime, "network": network, "storage": "overlay"}
+	if in.volume != "" {
+		f["storage"] = "overlay+bind-volume"
+	}
+	if in.spec.CPUs > 0 {
+		f["cpus"] = strconv.FormatFloat(in.spec.CPUs, 'f', -1, 64)
+	}
+	if in.spec.Memory > 0 {
+		f["memory"] = strconv.FormatInt(in.spec.Memory, 10)
+	}
+	if in.addr != "" {
+		f["address"] = in.addr
+	}
+	return f
+}
+
+// Wait waits for the main process's exit status; an idle instance's Wait
+// returns 0 once it is closed.
+func (in *Instance) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-in.done:
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+	if in.isClosed() && len(in.spec.Main) == 0 {
+		return 0, nil
+	}
+	return in.code, in.waitErr
+}
+
+// Close removes the container (killing it at once) and its volume
+// directory. It is safe to call more than once.
+func (in *Instance) Close(ctx context.Context) error {
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return nil
+	}
+	in.closed = true
+	in.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	var errs []error
+	target := in.id
+	if target == "" {
+		target = in.name
+	}
+	if _, err := podman(ctx, nil, "rm", "--force", "--time", "0", "--volumes", target); err != nil &&
+		!strings.Contains(err.Error(), "no such container") {
+		errs = append(errs, err)
+	}
+	if in.started {
+		select {
+		case <-in.done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("podman: waiting for %s to end: %w", in.name, ctx.Err()))
+		}
+	} else {
+		close(in.done)
+	}
+	if in.volume != "" {
+		if err := os.RemoveAll(in.volume); err != nil {
+			errs = append(errs, fmt.Errorf("podman: volume: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Leftovers lists what podman instances may leave on the host: containers
+// labelled isobench, volume directories under stateDir, overlay mounts of
+// podman's storage, container cgroups, network namespaces podman made and
+// veths on its bridge.
+func Leftovers(ctx context.Context, stateDir string) ([]string, error) {
+	var out []string
+	names, err := podman(ctx, nil, "ps", "--all", "--noheading", "--filter", "label="+platform.Label+"=1", "--format", "{{.Names}}")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range strings.Fields(names) {
+		out = append(out, "container "+n)
+	}
+	if es, err := os.ReadDir(filepath.Join(stateDir, "podman-volumes")); err == nil {
+		for _, e := range es {
+			out = append(out, "volume "+e.Name())
+		}
+	}
+	for _, m := range local.MountsUnder("/var/lib/containers/storage/overlay") {
+		out = append(out, "mount "+m)
+	}
+	if es, err := os.ReadDir(local.NetnsDir); err == nil {
+		for _, e := range es {
+			if strings.HasPrefix(e.Name(), "netns-") {
+				out = append(out, "netns "+e.Name())
+			}
+		}
+	}
+	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/libpod_parent/libpod-*")
+	for _, c := range cgroups {
+		out = append(out, "cgroup "+c)
+	}
+	links, _ := filepath.Glob("/sys/class/net/*/master")
+	for _, l := range links {
+		if m, err := os.Readlink(l); err == nil && filepath.Base(m) == "podman0" {
+			out = append(out, "veth "+filepath.Base(filepath.Dir(l)))
+		}
+	}
+	return out, nil
+}
