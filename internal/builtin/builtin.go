@@ -17,7 +17,9 @@ import (
 	"github.com/isobench/isobench/internal/workload/cpu"
 	"github.com/isobench/isobench/internal/workload/disk"
 	"github.com/isobench/isobench/internal/workload/fsbench"
+	"github.com/isobench/isobench/internal/workload/lifecycle"
 	"github.com/isobench/isobench/internal/workload/memory"
+	"github.com/isobench/isobench/internal/workload/netbench"
 	"github.com/isobench/isobench/internal/workload/startup"
 	"github.com/isobench/isobench/internal/workload/stream"
 	"github.com/isobench/isobench/internal/workload/tooladapt"
@@ -48,6 +50,8 @@ func Workloads() workload.Registry {
 		startup.Def,
 	}
 	defs = append(defs, tooladapt.Defs()...)
+	defs = append(defs, netbench.Defs()...)  // incl. the hidden _net-server, _net-client halves
+	defs = append(defs, lifecycle.Defs()...) // incl. the hidden _spin load
 	r, err := workload.NewRegistry(defs...)
 	if err != nil {
 		// The list above is fixed at compile time; a duplicate is a

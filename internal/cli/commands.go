@@ -132,6 +132,9 @@ func cmdWorkloads(st *State, args []string) error {
 		return usage("workloads takes no arguments")
 	}
 	for _, name := range st.Workloads.Names() {
+		if strings.HasPrefix(name, "_") {
+			continue // internal halves of host-driven workloads
+		}
 		d := st.Workloads[name]
 		where := "in-guest"
 		if d.Host != nil {
