@@ -17,6 +17,7 @@
 package podman
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -333,8 +334,8 @@ func containerName(name string) string {
 }
 
 // createArgs builds `podman create`'s arguments. volDir, when not empty, is
-// bind-mounted at platform.ScratchDir.
-func (p *Platform) createArgs(s platform.Spec, name, ref, volDir string) ([]string, error) {
+// bind-mounted at platform.ScratchDir; the container's log goes to logPath.
+func (p *Platform) createArgs(s platform.Spec, name, ref, volDir, logPath string) ([]string, error) {
 	netArg, err := networkArg(s.Network)
 	if err != nil {
 		return nil, err
@@ -352,6 +353,7 @@ func (p *Platform) createArgs(s platform.Spec, name, ref, volDir string) ([]stri
 		"--env", workload.ScratchEnv + "=" + platform.ScratchDir,
 		"--env", "HOME=/root",
 		"--log-driver", "k8s-file",
+		"--log-opt", "path=" + logPath,
 	}
 	if s.Name != "" {
 		args = append(args, "--label", platform.Label+".name="+s.Name)
@@ -408,7 +410,11 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		}
 		os.Chmod(in.volume, 0o777)
 	}
-	args, err := p.createArgs(s, name, ref, in.volume)
+	in.logPath = filepath.Join(p.env.StateDir, "podman-logs", name+".log")
+	if err := os.MkdirAll(filepath.Dir(in.logPath), 0o755); err != nil {
+		return nil, fmt.Errorf("podman: %w", err)
+	}
+	args, err := p.createArgs(s, name, ref, in.volume, in.logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -445,6 +451,7 @@ type Instance struct {
 	name    string
 	spec    platform.Spec
 	volume  string
+	logPath string
 	addr    string
 	started bool
 
@@ -461,21 +468,20 @@ type Instance struct {
 // stat of conmon's exit file and a state-store read).
 const waitPoll = 50 * time.Millisecond
 
-// watch follows the main process's stdout and waits for its exit status.
+// watch follows the main process's stdout (from its log file) and waits
+// for its exit status.
 func (in *Instance) watch(stdout io.Writer) {
 	defer close(in.done)
-	ctx := context.Background()
-	var logs *exec.Cmd
+	stop := make(chan struct{})
+	var tailed chan struct{}
 	if stdout != nil {
-		logs = exec.Command("podman", "logs", "--follow", in.id)
-		logs.Stdout = stdout
-		if err := logs.Start(); err != nil {
-			logs = nil
-		}
+		tailed = make(chan struct{})
+		go func() { defer close(tailed); tailLog(in.logPath, stdout, stop) }()
 	}
-	out, err := podman(ctx, nil, "wait", "--interval", waitPoll.String(), in.id)
-	if logs != nil {
-		logs.Wait()
+	out, err := podman(context.Background(), nil, "wait", "--interval", waitPoll.String(), in.id)
+	close(stop)
+	if tailed != nil {
+		<-tailed
 	}
 	if err != nil {
 		in.code, in.waitErr = -1, err
@@ -486,6 +492,73 @@ func (in *Instance) watch(stdout io.Writer) {
 		in.code = c
 	} else {
 		in.waitErr = fmt.Errorf("podman wait: unexpected answer %q", out)
+	}
+}
+
+// tailLog copies the stdout lines of a k8s-file container log to w as
+// they appear, until stop is closed; then it copies what is left.
+// (`podman logs --follow` would add a few hundred milliseconds after the
+// container's exit to every measured run.)
+func tailLog(path string, w io.Writer, stop <-chan struct{}) {
+	var f *os.File
+	var pending []byte
+	buf := make([]byte, 64<<10)
+	for {
+		stopped := false
+		select {
+		case <-stop:
+			stopped = true
+		default:
+		}
+		if f == nil {
+			f, _ = os.Open(path)
+		}
+		if f != nil {
+			for {
+				n, err := f.Read(buf)
+				pending = append(pending, buf[:n]...)
+				if err != nil || n == 0 {
+					break
+				}
+			}
+			pending = writeLogLines(w, pending)
+		}
+		if stopped {
+			if f != nil {
+				f.Close()
+			}
+			return
+		}
+		select {
+		case <-stop:
+		case <-time.After(waitPoll):
+		}
+	}
+}
+
+// writeLogLines writes the stdout payloads of the complete k8s-file lines
+// in b ("<time> <stream> <F|P> <text>\n"; P marks a partial line, written
+// without its newline) and returns the incomplete rest.
+func writeLogLines(w io.Writer, b []byte) []byte {
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return b
+		}
+		line := string(b[:i])
+		b = b[i+1:]
+		f := strings.SplitN(line, " ", 4)
+		if len(f) < 3 || f[1] != "stdout" {
+			continue
+		}
+		text := ""
+		if len(f) == 4 {
+			text = f[3]
+		}
+		if f[2] != "P" {
+			text += "\n"
+		}
+		io.WriteString(w, text)
 	}
 }
 
@@ -621,6 +694,11 @@ func (in *Instance) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("podman: volume: %w", err))
 		}
 	}
+	if in.logPath != "" {
+		if err := os.Remove(in.logPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("podman: log: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -637,9 +715,11 @@ func Leftovers(ctx context.Context, stateDir string) ([]string, error) {
 	for _, n := range strings.Fields(names) {
 		out = append(out, "container "+n)
 	}
-	if es, err := os.ReadDir(filepath.Join(stateDir, "podman-volumes")); err == nil {
-		for _, e := range es {
-			out = append(out, "volume "+e.Name())
+	for _, d := range []string{"podman-volumes", "podman-logs"} {
+		if es, err := os.ReadDir(filepath.Join(stateDir, d)); err == nil {
+			for _, e := range es {
+				out = append(out, d+" "+e.Name())
+			}
 		}
 	}
 	for _, m := range local.MountsUnder("/var/lib/containers/storage/overlay") {

@@ -97,19 +97,19 @@ func TestCreateArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := p.createArgs(platform.Spec{CPUs: 1.5, Memory: 256 << 20, Network: platform.NetNone, Main: []string{platform.AgentPlaceholder, "agent", "hello"}}, "isobench-x", "localhost/isobench/minimal:abc", "/v")
+	args, err := p.createArgs(platform.Spec{CPUs: 1.5, Memory: 256 << 20, Network: platform.NetNone, Main: []string{platform.AgentPlaceholder, "agent", "hello"}}, "isobench-x", "localhost/isobench/minimal:abc", "/v", "/l/x.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := strings.Join(args, " ")
 	for _, want := range []string{"--cpus 1.5", "--memory 268435456 --memory-swap 268435456", "--network none", "--runtime runc",
-		"--volume /v:/isobench-scratch", "--env ISOBENCH_SCRATCH=/isobench-scratch", "--ulimit nofile=",
+		"--volume /v:/isobench-scratch", "--log-opt path=/l/x.log", "--env ISOBENCH_SCRATCH=/isobench-scratch", "--ulimit nofile=",
 		"localhost/isobench/minimal:abc /usr/local/bin/isobench agent hello"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("create args %q lack %q", s, want)
 		}
 	}
-	if _, err := p.createArgs(platform.Spec{Network: "weird"}, "n", "r", ""); err == nil {
+	if _, err := p.createArgs(platform.Spec{Network: "weird"}, "n", "r", "", ""); err == nil {
 		t.Error("unknown network accepted")
 	}
 	if _, err := New(t.Context(), platform.Options{Extra: map[string]string{"runtime": "youki"}}, platform.Env{}); err == nil {
@@ -121,5 +121,21 @@ func TestCreateArgs(t *testing.T) {
 	}
 	if a, b := containerName("conf a/1"), containerName("conf a/1"); a == b || !strings.HasPrefix(a, "isobench-conf-a-1-") {
 		t.Errorf("container names %q %q", a, b)
+	}
+}
+
+func TestWriteLogLines(t *testing.T) {
+	var b strings.Builder
+	rest := writeLogLines(&b, []byte("2026-11-22T03:20:30.31+00:00 stdout F bye\n"+
+		"2026-11-22T03:20:30.31+00:00 stderr F noise\n"+
+		"2026-11-22T03:20:30.31+00:00 stdout P part\n"+
+		"2026-11-22T03:20:30.31+00:00 stdout F ial with  spaces\n"+
+		"2026-11-22T03:20:30.31+00:00 stdout F\n"+
+		"2026-11-22T03:20:30.31+00:00 stdout F incompl"))
+	if want := "bye\npartial with  spaces\n\n"; b.String() != want {
+		t.Errorf("wrote %q, want %q", b.String(), want)
+	}
+	if string(rest) != "2026-11-22T03:20:30.31+00:00 stdout F incompl" {
+		t.Errorf("rest %q", rest)
 	}
 }
