@@ -40,7 +40,7 @@ func TestInterruptKeepsSamplesAndLeavesNothing(t *testing.T) {
 	db := filepath.Join(dir, "int.db")
 	cmd := exec.Command(agentBin, "run", "--platform", "native", "--platform", "docker",
 		"--workload", "cpu:duration=1s,max-prime=2000", "--instances", "2", "--reps", "50", "--db", db)
-	cmd.Env = append(os.Environ(), "ISOBENCH_STATE="+filepath.Join(dir, "state"))
+	cmd.Env = append(os.Environ(), "ISOBENCH_STATE="+filepath.Join(dir, "state"), "TMPDIR="+dir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -90,7 +90,7 @@ func TestInterruptKeepsSamplesAndLeavesNothing(t *testing.T) {
 	if left := strings.Fields(string(out)); len(left) > 0 {
 		t.Errorf("containers of the interrupted run are left: %v", left)
 	}
-	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "isobench-native", "r1*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(dir, "isobench-native", "*")); len(left) > 0 {
 		t.Errorf("native instance dirs left: %v", left)
 	}
 }

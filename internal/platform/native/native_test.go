@@ -14,13 +14,15 @@ import (
 	"github.com/isobench/isobench/internal/platform/conformance"
 )
 
-// leftovers lists native instance dirs and isobench cgroups on the host.
+// leftovers lists this test's native instance dirs (in its private
+// TMPDIR) and the cgroups of instances the suite named ("conf-..."); other
+// packages' tests create native instances of their own at the same time.
 func leftovers(ctx context.Context) ([]string, error) {
 	var out []string
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "isobench-native", "*"))
 	out = append(out, dirs...)
 	for _, ctl := range []string{"cpu", "memory", "cpuacct", ""} {
-		cg, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", ctl, "isobench", "*"))
+		cg, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", ctl, "isobench", "conf-*"))
 		out = append(out, cg...)
 	}
 	sort.Strings(out)
@@ -56,6 +58,7 @@ cat /sys/fs/cgroup/cpu$(cg cpu)/cpu.cfs_quota_us /sys/fs/cgroup/cpu$(cg cpu)/cpu
 // Native has only the host's network, so bridge and none are not offered.
 func TestConformance(t *testing.T) {
 	agent := conformance.BuildAgent(t)
+	t.Setenv("TMPDIR", t.TempDir())
 	conformance.Run(t, func(t *testing.T) platform.Platform {
 		p, err := New(t.Context(), platform.Options{Name: "native"}, platform.Env{AgentBinary: agent, StateDir: t.TempDir()})
 		if err != nil {
