@@ -8,7 +8,7 @@ set -euo pipefail
 what=${1:-demo}
 
 demo_pkgs=(docker.io busybox-static file iproute2)
-test_pkgs=("${demo_pkgs[@]}" sysbench fio iperf3 sockperf runc crun systemd-container lxc qemu-system-x86 linux-image-cloud-amd64 e2fsprogs)
+test_pkgs=("${demo_pkgs[@]}" sysbench fio iperf3 sockperf runc crun systemd-container lxc qemu-system-x86 linux-image-cloud-amd64 e2fsprogs podman lxd chromium)
 
 case "$what" in
   demo) pkgs=("${demo_pkgs[@]}") ;;
@@ -45,5 +45,9 @@ if ! docker info >/dev/null 2>&1; then
     sleep 1
   done
   docker info >/dev/null 2>&1 || { echo "setup.sh: dockerd did not start; see /var/log/isobench-dockerd.log" >&2; tail -5 /var/log/isobench-dockerd.log >&2; exit 1; }
+fi
+if [ "$what" = test ]; then
+  "$(dirname "$0")/install-runsc.sh"   # gVisor: built from its Go module (no Debian package)
+  "$(dirname "$0")/start-lxd.sh"       # LXD: daemon started detached, dir pool preseeded
 fi
 echo "setup.sh: ready ($what)"

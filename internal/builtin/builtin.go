@@ -7,9 +7,12 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/docker"
+	"github.com/isobench/isobench/internal/platform/gvisor"
 	"github.com/isobench/isobench/internal/platform/lxc"
+	"github.com/isobench/isobench/internal/platform/lxd"
 	"github.com/isobench/isobench/internal/platform/native"
 	"github.com/isobench/isobench/internal/platform/nspawn"
+	"github.com/isobench/isobench/internal/platform/podman"
 	"github.com/isobench/isobench/internal/platform/qemu"
 	"github.com/isobench/isobench/internal/platform/runc"
 	"github.com/isobench/isobench/internal/workload"
@@ -35,6 +38,9 @@ func Platforms() platform.Registry {
 		nspawn.Factory,
 		lxc.Factory,
 		qemu.Factory,
+		podman.Factory,
+		gvisor.Factory,
+		lxd.Factory,
 	)
 }
 
