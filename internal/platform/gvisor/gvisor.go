@@ -32,8 +32,8 @@ import (
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/local"
 	"github.com/isobench/isobench/internal/platform/runc"
-	"github.com/isobench/isobench/internal/platform/runc/local"
 )
 
 // Factory registers the gvisor platform.

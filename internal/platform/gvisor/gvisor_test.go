@@ -11,7 +11,7 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
-	"github.com/isobench/isobench/internal/platform/runc/local"
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 func newPlatform(t *testing.T, opts, agent, state string) *Platform {

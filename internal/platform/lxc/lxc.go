@@ -45,7 +45,7 @@ import (
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/platform/runc/local"
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 // Code is the letter LXC's host objects carry after local.Prefix.

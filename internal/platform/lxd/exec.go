@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/platform/runc/local"
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 // execPost is the body of POST /1.0/instances/<name>/exec.

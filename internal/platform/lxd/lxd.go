@@ -40,7 +40,7 @@ import (
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/platform/runc/local"
+	"github.com/isobench/isobench/internal/platform/local"
 	"github.com/isobench/isobench/internal/workload"
 )
 

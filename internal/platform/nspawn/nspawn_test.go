@@ -9,7 +9,7 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
-	"github.com/isobench/isobench/internal/platform/runc/local"
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 // TestConformance runs the shared platform suite against systemd-nspawn.

@@ -37,7 +37,7 @@ import (
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/platform/runc/local"
+	"github.com/isobench/isobench/internal/platform/local"
 	"github.com/isobench/isobench/internal/workload"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
-	"github.com/isobench/isobench/internal/platform/runc/local"
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 // TestPhaseHooksReadState runs each phase hook the way an OCI runtime

@@ -4,7 +4,7 @@ import (
 	"syscall"
 
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/platform/runc/local"
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 // The subset of the OCI runtime spec (1.0) isobench writes.

@@ -42,7 +42,7 @@ import (
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/platform/runc/local"
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 // RuncFactory registers the runc platform.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
-	"github.com/isobench/isobench/internal/platform/runc/local"
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 func conformanceFor(t *testing.T, runtime string) {

@@ -4,9 +4,6 @@
 // gives every instance an overlay on top of it, makes network namespaces
 // with a veth on the isobench bridge, runs and cancels host commands, and
 // lists what such instances may leave behind.
-//
-// It lives below platform/runc only because each engineer owns a set of
-// directories; it is engine-neutral and could move to platform/local.
 package local
 
 import (
