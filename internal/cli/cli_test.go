@@ -194,3 +194,26 @@ func TestStudyFileEqualsFlags(t *testing.T) {
 		t.Fatalf("warm-up %d measured %d, want 1 and 2", warm, measured)
 	}
 }
+
+func TestRepsAutoAnnouncesItsRuleAndStops(t *testing.T) {
+	st, out, errb := newTestState(t)
+	db := filepath.Join(t.TempDir(), "a.db")
+	// A generous target so a quiet cell can stop before the cap.
+	code := Main(context.Background(), st, []string{"run", "--platform", "native", "--workload", "cpu:duration=100ms,max-prime=2000",
+		"--reps", "auto", "--target", "50", "--reps-cap", "12", "--db", db})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "stopping rule: each cell repeats until") || !strings.Contains(errb.String(), "±50%") {
+		t.Fatalf("rule not announced: %q", errb.String())
+	}
+	if !strings.Contains(errb.String(), "stopping early") && !strings.Contains(errb.String(), "cap of 12 repetitions was reached") {
+		t.Fatalf("outcome of the rule not said: %q", errb.String())
+	}
+	st, out, _ = newTestState(t)
+	Main(context.Background(), st, []string{"results", "--db", db})
+	n := strings.Count(out.String(), `"metric":"events_per_sec","unit":"events/s","better":"higher","value"`) / 2 // instance 0 and aggregate
+	if n < 5 || n > 12 {
+		t.Fatalf("%d repetitions, want between the rule's minimum 5 and the cap 12", n)
+	}
+}

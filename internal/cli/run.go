@@ -140,12 +140,14 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := &runner.Runner{Sink: s, RunID: runID, Token: token()}
-	if st.StderrTTY && !*quiet {
-		r.Progress = progressLine(st.Stderr)
+	if plan.Auto != nil {
+		fmt.Fprintf(st.Stderr, "stopping rule: each cell repeats until every platform's median has a 95%% bootstrap interval within ±%g%% of itself (at least 5 repetitions), at most %d repetitions\n", study.Target, plan.Reps)
 	}
+	r := &runner.Runner{Sink: s, RunID: runID, Token: token()}
+	tty := st.StderrTTY && !*quiet
+	r.Progress = progressLine(st.Stderr, tty)
 	runErr := r.Run(ctx, plan)
-	if r.Progress != nil {
+	if tty {
 		fmt.Fprint(st.Stderr, "\r\033[K")
 	}
 	status := "done"
@@ -207,10 +209,10 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 		if capN == 0 {
 			capN = 30
 		}
-		tgt := study.Target
-		if tgt == 0 {
-			tgt = 2
+		if study.Target == 0 {
+			study.Target = 2
 		}
+		tgt := study.Target
 		if capN < 3 || tgt <= 0 || tgt >= 100 {
 			return runner.Plan{}, nil, usage("--reps auto needs --reps-cap ≥ 3 and 0 < --target < 100")
 		}
@@ -290,11 +292,18 @@ func stopRule(rel float64) runner.StopRule {
 	}
 }
 
-// progressLine renders one overwritten status line on a terminal.
-func progressLine(w io.Writer) func(runner.Progress) {
+// progressLine renders one overwritten status line on a terminal; notes
+// (what the stopping rule decided) are printed as lines in any case.
+func progressLine(w io.Writer, tty bool) func(runner.Progress) {
 	return func(p runner.Progress) {
 		if p.Note != "" {
-			fmt.Fprintf(w, "\r\033[K%s\n", p.Note)
+			if tty {
+				fmt.Fprint(w, "\r\033[K")
+			}
+			fmt.Fprintln(w, p.Note)
+			return
+		}
+		if !tty {
 			return
 		}
 		eta := "?"

@@ -146,6 +146,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 		for _, n := range p.Instances {
 			cell := Cell{Workload: job.Def.Name, Params: job.Params.String(), Instances: n}
 			values := map[string][]float64{}
+			stopped := false
 			for rep := -p.Warmup; rep < p.Reps; rep++ {
 				for _, t := range p.Targets {
 					if r.Progress != nil {
@@ -170,6 +171,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 				}
 				if rep >= 0 && p.Auto != nil && rep+1 < p.Reps {
 					if stop, why := p.Auto(cell, values); stop {
+						stopped = true
 						total -= (p.Reps - rep - 1) * len(p.Targets)
 						if r.Progress != nil {
 							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start), Note: why})
@@ -177,6 +179,10 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 						break
 					}
 				}
+			}
+			if p.Auto != nil && !stopped && r.Progress != nil {
+				r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Rep: p.Reps - 1, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start),
+					Note: fmt.Sprintf("%s ×%d: the cap of %d repetitions was reached before the target precision", cell.Workload, cell.Instances, p.Reps)})
 			}
 			ci++
 		}
