@@ -14,12 +14,10 @@
 package gvisor
 
 import (
-	"bufio"
 	"context"
 	"debug/buildinfo"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -264,57 +262,15 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		return nil, fmt.Errorf("gvisor: %w", err)
 	}
 
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("gvisor: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("gvisor: %w", err)
-	}
 	argv := p.command(rnet, "run", "--bundle", in.dir, id)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
+	if err := local.StartMain(cmd, s.MainStdout, &in.stderr, &in.mainErr, in.done); err != nil {
 		return nil, fmt.Errorf("runsc run: %w", err)
 	}
 	in.main = cmd
-	stdout := s.MainStdout
-	if stdout == nil {
-		stdout = io.Discard
-	}
-	var copies sync.WaitGroup
-	copies.Add(2)
-	go func() { defer copies.Done(); io.Copy(stdout, outR); outR.Close() }()
-	go func() { defer copies.Done(); io.Copy(&in.stderr, errR); errR.Close() }()
-	go func() {
-		in.mainErr = cmd.Wait()
-		copies.Wait()
-		close(in.done)
-	}()
 
 	got := make(chan string, 2)
-	go func() {
-		sc := bufio.NewScanner(phases)
-		for sc.Scan() {
-			now := time.Now()
-			if s.Phase != nil {
-				s.Phase(sc.Text(), now)
-			}
-			got <- sc.Text()
-			if sc.Text() == "started" {
-				return
-			}
-		}
-	}()
+	go local.ReadPhases(phases, s.Phase, got)
 	for {
 		select {
 		case ph := <-got:
@@ -387,16 +343,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 // CopyIn writes the host file into the sandbox through exec (so it also
 // lands in a volume mounted there).
 func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
-	f, err := os.Open(hostPath)
-	if err != nil {
-		return fmt.Errorf("gvisor: copy in: %w", err)
-	}
-	defer f.Close()
-	var errb local.TailBuffer
-	if err := in.Exec(ctx, local.CopyInArgv(guestPath, mode), platform.ExecIO{Stdin: f, Stderr: &errb}); err != nil {
-		return fmt.Errorf("gvisor: copy in %s: %w: %s", guestPath, err, errb.String())
-	}
-	return nil
+	return local.CopyIn(ctx, in.Exec, "gvisor", hostPath, guestPath, mode)
 }
 
 // Address is the bridge lease, loopback with the host network, "" for none.
@@ -430,20 +377,11 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 
 // Wait waits for the main process's exit status.
 func (in *Instance) Wait(ctx context.Context) (int, error) {
-	select {
-	case <-in.done:
-	case <-ctx.Done():
-		return -1, ctx.Err()
-	}
-	if in.isClosed() && len(in.spec.Main) == 0 {
-		return 0, nil
-	}
-	code, err := local.ExitStatus(in.mainErr)
-	if err != nil {
-		return code, fmt.Errorf("runsc run: %w", err)
-	}
-	return code, nil
+	return local.WaitExit(ctx, in.done, &in.mainErr, in.closedIdle, "runsc run")
 }
+
+// closedIdle reports an idle instance (no Spec.Main) that was closed.
+func (in *Instance) closedIdle() bool { return in.isClosed() && len(in.spec.Main) == 0 }
 
 // Close kills the sandbox, deletes it and removes its netns, overlay and
 // directory. It is safe to call more than once.
@@ -457,35 +395,23 @@ func (in *Instance) Close(ctx context.Context) error {
 	in.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	var errs []error
 	if in.main != nil {
 		kill := in.p.command(in.rnet, "kill", in.id, "KILL")
 		exec.CommandContext(ctx, kill[0], kill[1:]...).Run()
-		select {
-		case <-in.done:
-		case <-time.After(10 * time.Second):
-			local.KillTree(in.main.Process.Pid)
-			<-in.done
-		}
+		local.AwaitExit(in.done, in.main.Process.Pid, 10*time.Second)
 	}
-	del := in.p.command(in.rnet, "delete", "--force", in.id)
-	if out, err := exec.CommandContext(ctx, del[0], del[1:]...).CombinedOutput(); err != nil &&
-		!strings.Contains(string(out), "not exist") && !strings.Contains(string(out), "not found") {
-		errs = append(errs, fmt.Errorf("runsc delete %s: %v: %s", in.id, err, strings.TrimSpace(string(out))))
-	}
-	if err := in.netns.Close(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if err := in.overlay.Unmount(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := os.RemoveAll(in.dir); err != nil {
-		errs = append(errs, err)
-	}
+	err := local.Teardown(
+		func() error {
+			return local.RemoveCommand(ctx, in.p.command(in.rnet, "delete", "--force", in.id), "runsc delete "+in.id)
+		},
+		func() error { return in.netns.Close(ctx) },
+		in.overlay.Unmount,
+		local.RemoveAll(in.dir),
+	)
 	if in.main == nil {
 		close(in.done)
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // Leftovers lists what gvisor instances left on this host: containers in

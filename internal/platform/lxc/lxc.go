@@ -389,16 +389,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 
 // CopyIn writes the host file into the container through exec.
 func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
-	f, err := os.Open(hostPath)
-	if err != nil {
-		return fmt.Errorf("lxc: copy in: %w", err)
-	}
-	defer f.Close()
-	var errb local.TailBuffer
-	if err := in.Exec(ctx, local.CopyInArgv(guestPath, mode), platform.ExecIO{Stdin: f, Stderr: &errb}); err != nil {
-		return fmt.Errorf("lxc: copy in %s: %w: %s", guestPath, err, errb.String())
-	}
-	return nil
+	return local.CopyIn(ctx, in.Exec, "lxc", hostPath, guestPath, mode)
 }
 
 // Address is the bridge lease, loopback with the host network, "" for none.
@@ -430,22 +421,14 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 
 // Wait waits for lxc-execute and returns the main process's status.
 func (in *Instance) Wait(ctx context.Context) (int, error) {
-	select {
-	case <-in.done:
-	case <-ctx.Done():
-		return -1, ctx.Err()
-	}
+	return local.WaitExit(ctx, in.done, &in.mainErr, in.closedIdle, "lxc-execute")
+}
+
+// closedIdle reports an idle instance (no Spec.Main) that was closed.
+func (in *Instance) closedIdle() bool {
 	in.mu.Lock()
-	closed := in.closed
-	in.mu.Unlock()
-	if closed && len(in.spec.Main) == 0 {
-		return 0, nil
-	}
-	code, err := local.ExitStatus(in.mainErr)
-	if err != nil {
-		return code, fmt.Errorf("lxc-execute: %w", err)
-	}
-	return code, nil
+	defer in.mu.Unlock()
+	return in.closed && len(in.spec.Main) == 0
 }
 
 // Close stops the container (lxc-stop -k), waits for lxc-execute, and
@@ -460,41 +443,32 @@ func (in *Instance) Close(ctx context.Context) error {
 	in.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	var errs []error
 	if in.main != nil {
 		select {
 		case <-in.done:
 		default:
 			exec.CommandContext(ctx, "lxc-stop", "-n", in.id, "-P", in.p.lxcpath, "-k").Run()
 		}
-		select {
-		case <-in.done:
-		case <-time.After(10 * time.Second):
-			local.KillTree(in.main.Process.Pid)
-			<-in.done
-		}
+		local.AwaitExit(in.done, in.main.Process.Pid, 10*time.Second)
 	} else {
 		close(in.done)
 	}
-	if in.bridge != nil {
-		if err := hostnet.DeleteLink(ctx, local.VethName(in.id)); err != nil {
-			errs = append(errs, err)
-		}
-		if in.addr.IsValid() {
-			if err := local.ReleaseLease(ctx, in.bridge, in.addr); err != nil {
-				errs = append(errs, err)
+	return local.Teardown(
+		func() error {
+			if in.bridge == nil {
+				return nil
 			}
-		}
-	}
-	if err := in.overlay.Unmount(); err != nil {
-		errs = append(errs, err)
-	}
-	for _, d := range []string{filepath.Join(in.p.lxcpath, in.id), in.dir} {
-		if err := os.RemoveAll(d); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+			return hostnet.DeleteLink(ctx, local.VethName(in.id))
+		},
+		func() error {
+			if in.bridge == nil || !in.addr.IsValid() {
+				return nil
+			}
+			return local.ReleaseLease(ctx, in.bridge, in.addr)
+		},
+		in.overlay.Unmount,
+		local.RemoveAll(filepath.Join(in.p.lxcpath, in.id), in.dir),
+	)
 }
 
 // Leftovers lists what LXC instances left on this host: container

@@ -318,16 +318,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 
 // CopyIn writes the host file into the container through exec.
 func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
-	f, err := os.Open(hostPath)
-	if err != nil {
-		return fmt.Errorf("nspawn: copy in: %w", err)
-	}
-	defer f.Close()
-	var errb local.TailBuffer
-	if err := in.Exec(ctx, local.CopyInArgv(guestPath, mode), platform.ExecIO{Stdin: f, Stderr: &errb}); err != nil {
-		return fmt.Errorf("nspawn: copy in %s: %w: %s", guestPath, err, errb.String())
-	}
-	return nil
+	return local.CopyIn(ctx, in.Exec, "nspawn", hostPath, guestPath, mode)
 }
 
 // Address is the bridge lease, loopback with the host network, "" for none.
@@ -361,22 +352,14 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 
 // Wait waits for nspawn to exit and returns the main process's status.
 func (in *Instance) Wait(ctx context.Context) (int, error) {
-	select {
-	case <-in.done:
-	case <-ctx.Done():
-		return -1, ctx.Err()
-	}
+	return local.WaitExit(ctx, in.done, &in.mainErr, in.closedIdle, "nspawn")
+}
+
+// closedIdle reports an idle instance (no Spec.Main) that was closed.
+func (in *Instance) closedIdle() bool {
 	in.mu.Lock()
-	closed := in.closed
-	in.mu.Unlock()
-	if closed && len(in.spec.Main) == 0 {
-		return 0, nil
-	}
-	code, err := local.ExitStatus(in.mainErr)
-	if err != nil {
-		return code, fmt.Errorf("nspawn: %w", err)
-	}
-	return code, nil
+	defer in.mu.Unlock()
+	return in.closed && len(in.spec.Main) == 0
 }
 
 // Close kills the container (its PID 1 takes the whole PID namespace with
@@ -391,33 +374,20 @@ func (in *Instance) Close(ctx context.Context) error {
 	in.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	var errs []error
 	if in.main != nil {
 		if in.leader > 0 {
 			syscall.Kill(in.leader, syscall.SIGKILL)
 		}
-		select {
-		case <-in.done:
-		case <-time.After(5 * time.Second):
-			local.KillTree(in.main.Process.Pid)
-			<-in.done
-		}
+		local.AwaitExit(in.done, in.main.Process.Pid, 5*time.Second)
 	} else {
 		close(in.done)
 	}
-	if err := in.cg.remove(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := in.netns.Close(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if err := in.overlay.Unmount(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := os.RemoveAll(in.dir); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return local.Teardown(
+		in.cg.remove,
+		func() error { return in.netns.Close(ctx) },
+		in.overlay.Unmount,
+		local.RemoveAll(in.dir),
+	)
 }
 
 // Leftovers lists what nspawn instances left on this host (see

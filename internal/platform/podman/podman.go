@@ -596,16 +596,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 // CopyIn writes the host file into the container through exec (so it
 // also lands in a volume mounted in the container).
 func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
-	f, err := os.Open(hostPath)
-	if err != nil {
-		return fmt.Errorf("podman: copy in: %w", err)
-	}
-	defer f.Close()
-	var errb local.TailBuffer
-	if err := in.Exec(ctx, local.CopyInArgv(guestPath, mode), platform.ExecIO{Stdin: f, Stderr: &errb}); err != nil {
-		return fmt.Errorf("podman: copy in %s: %w: %s", guestPath, err, errb.String())
-	}
-	return nil
+	return local.CopyIn(ctx, in.Exec, "podman", hostPath, guestPath, mode)
 }
 
 // Address is the container's address on podman's bridge, loopback with the

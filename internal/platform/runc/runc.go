@@ -24,12 +24,10 @@
 package runc
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,57 +244,15 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 
 	// the main process's stdout and stderr are the runtime's own (no
 	// terminal: stdio is passed through); pipes we own end when it ends
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p.runtime, err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("%s: %w", p.runtime, err)
-	}
 	argv := p.command("run", "--bundle", in.dir, id)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
+	if err := local.StartMain(cmd, s.MainStdout, &in.stderr, &in.mainErr, in.done); err != nil {
 		return nil, fmt.Errorf("%s run: %w", p.runtime, err)
 	}
 	in.main = cmd
-	stdout := s.MainStdout
-	if stdout == nil {
-		stdout = io.Discard
-	}
-	var copies sync.WaitGroup
-	copies.Add(2)
-	go func() { defer copies.Done(); io.Copy(stdout, outR); outR.Close() }()
-	go func() { defer copies.Done(); io.Copy(&in.stderr, errR); errR.Close() }()
-	go func() {
-		in.mainErr = cmd.Wait()
-		copies.Wait()
-		close(in.done)
-	}()
 
 	got := make(chan string, 2)
-	go func() {
-		sc := bufio.NewScanner(phases)
-		for sc.Scan() {
-			now := time.Now()
-			if s.Phase != nil {
-				s.Phase(sc.Text(), now)
-			}
-			got <- sc.Text()
-			if sc.Text() == "started" {
-				return
-			}
-		}
-	}()
+	go local.ReadPhases(phases, s.Phase, got)
 	for {
 		select {
 		case ph := <-got:
@@ -391,16 +347,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 // CopyIn writes the host file into the container through exec (so it
 // also lands in a volume mounted in the container).
 func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
-	f, err := os.Open(hostPath)
-	if err != nil {
-		return fmt.Errorf("%s: copy in: %w", in.p.runtime, err)
-	}
-	defer f.Close()
-	var errb local.TailBuffer
-	if err := in.Exec(ctx, local.CopyInArgv(guestPath, mode), platform.ExecIO{Stdin: f, Stderr: &errb}); err != nil {
-		return fmt.Errorf("%s: copy in %s: %w: %s", in.p.runtime, guestPath, err, errb.String())
-	}
-	return nil
+	return local.CopyIn(ctx, in.Exec, in.p.runtime, hostPath, guestPath, mode)
 }
 
 // Address is the bridge lease, loopback with the host network, "" for none.
@@ -434,20 +381,11 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 
 // Wait waits for the main process's exit status.
 func (in *Instance) Wait(ctx context.Context) (int, error) {
-	select {
-	case <-in.done:
-	case <-ctx.Done():
-		return -1, ctx.Err()
-	}
-	if in.isClosed() && len(in.spec.Main) == 0 {
-		return 0, nil
-	}
-	code, err := local.ExitStatus(in.mainErr)
-	if err != nil {
-		return code, fmt.Errorf("%s run: %w", in.p.runtime, err)
-	}
-	return code, nil
+	return local.WaitExit(ctx, in.done, &in.mainErr, in.closedIdle, in.p.runtime+" run")
 }
+
+// closedIdle reports an idle instance (no Spec.Main) that was closed.
+func (in *Instance) closedIdle() bool { return in.isClosed() && len(in.spec.Main) == 0 }
 
 // Close kills the container, deletes it and removes its netns, overlay and
 // directory.
@@ -462,35 +400,23 @@ func (in *Instance) Close(ctx context.Context) error {
 	// clean up even when ctx is already cancelled
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	var errs []error
 	if in.main != nil {
 		kill := in.p.command("kill", in.id, "KILL")
 		exec.CommandContext(ctx, kill[0], kill[1:]...).Run()
-		select {
-		case <-in.done:
-		case <-time.After(10 * time.Second):
-			local.KillTree(in.main.Process.Pid)
-			<-in.done
-		}
+		local.AwaitExit(in.done, in.main.Process.Pid, 10*time.Second)
 	}
-	del := in.p.command("delete", "--force", in.id)
-	if out, err := exec.CommandContext(ctx, del[0], del[1:]...).CombinedOutput(); err != nil &&
-		!strings.Contains(string(out), "not exist") && !strings.Contains(string(out), "not found") {
-		errs = append(errs, fmt.Errorf("%s delete %s: %v: %s", in.p.runtime, in.id, err, strings.TrimSpace(string(out))))
-	}
-	if err := in.netns.Close(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if err := in.overlay.Unmount(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := os.RemoveAll(in.dir); err != nil {
-		errs = append(errs, err)
-	}
+	err := local.Teardown(
+		func() error {
+			return local.RemoveCommand(ctx, in.p.command("delete", "--force", in.id), in.p.runtime+" delete "+in.id)
+		},
+		func() error { return in.netns.Close(ctx) },
+		in.overlay.Unmount,
+		local.RemoveAll(in.dir),
+	)
 	if in.main == nil {
 		close(in.done)
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // Leftovers lists what runtime instances left on this host: containers in
