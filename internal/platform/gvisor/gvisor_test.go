@@ -1,17 +1,16 @@
 package gvisor
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/local"
+	"github.com/isobench/isobench/internal/platform/local/localtest"
 )
 
 func newPlatform(t *testing.T, opts, agent, state string) *Platform {
@@ -40,12 +39,7 @@ func skipUnavailable(t *testing.T) {
 // checks that mode through /proc/net/dev instead.
 func TestConformance(t *testing.T) {
 	skipUnavailable(t)
-	agent := conformance.BuildAgent(t)
-	state := local.TestStateDir()
-	conformance.Run(t, func(t *testing.T) platform.Platform { return newPlatform(t, "gvisor", agent, state) }, conformance.Opts{
-		NoNetworks: []string{platform.NetNone},
-		Leftovers:  func(ctx context.Context) ([]string, error) { return Leftovers(ctx, state) },
-	})
+	localtest.Conformance(t, Factory, Leftovers, conformance.Opts{NoNetworks: []string{platform.NetNone}})
 }
 
 // interfaces lists the interface names in /proc/net/dev inside inst.
@@ -113,33 +107,7 @@ func TestNetworkNone(t *testing.T) {
 // TestStartup times create → agent hello → exit, for the report.
 func TestStartup(t *testing.T) {
 	skipUnavailable(t)
-	agent := conformance.BuildAgent(t)
-	p := newPlatform(t, "gvisor", agent, local.TestStateDir())
-	if err := p.Prepare(t.Context(), "minimal"); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("facts %v", p.Facts(t.Context()))
-	for i := 0; i < 3; i++ {
-		var out strings.Builder
-		start := time.Now()
-		var phases []string
-		inst, err := p.Create(t.Context(), platform.Spec{Image: "minimal", Main: []string{platform.AgentPlaceholder, "agent", "hello"}, MainStdout: &out,
-			Phase: func(n string, at time.Time) {
-				phases = append(phases, n+"@"+at.Sub(start).Round(time.Millisecond).String())
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		code, err := inst.Wait(t.Context())
-		total := time.Since(start)
-		if err != nil || code != 0 || !strings.Contains(out.String(), "hello") {
-			t.Fatalf("Wait = %d, %v; stdout %q", code, err, out.String())
-		}
-		if err := inst.Close(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("gvisor create→hello→exit %v (phases %v), with close %v", total, phases, time.Since(start))
-	}
+	localtest.Startup(t, Factory, conformance.BuildAgent(t))
 }
 
 func TestOptions(t *testing.T) {

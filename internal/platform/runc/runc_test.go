@@ -3,79 +3,33 @@ package runc
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
-	"github.com/isobench/isobench/internal/platform/local"
+	"github.com/isobench/isobench/internal/platform/local/localtest"
 )
 
-func conformanceFor(t *testing.T, runtime string) {
-	agent := conformance.BuildAgent(t)
-	state := local.TestStateDir()
-	conformance.Run(t, func(t *testing.T) platform.Platform {
-		o, err := platform.ParseOptions(runtime)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := New(t.Context(), runtime, o, platform.Env{AgentBinary: agent, StateDir: state, Log: os.Stderr})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}, conformance.Opts{
-		Leftovers: func(ctx context.Context) ([]string, error) { return Leftovers(ctx, runtime, state) },
-	})
+func conformanceFor(t *testing.T, f platform.Factory) {
+	localtest.Conformance(t, f, func(ctx context.Context, stateDir string) ([]string, error) {
+		return Leftovers(ctx, f.Name, stateDir)
+	}, conformance.Opts{})
 }
 
 // TestConformanceRunc runs the shared platform suite against runc.
-func TestConformanceRunc(t *testing.T) { conformanceFor(t, "runc") }
+func TestConformanceRunc(t *testing.T) { conformanceFor(t, RuncFactory) }
 
 // TestConformanceCrun runs the shared platform suite against crun.
-func TestConformanceCrun(t *testing.T) { conformanceFor(t, "crun") }
+func TestConformanceCrun(t *testing.T) { conformanceFor(t, CrunFactory) }
 
 // TestStartup times create → agent hello → exit, for the report.
 func TestStartup(t *testing.T) {
 	agent := conformance.BuildAgent(t)
-	for _, rt := range []string{"runc", "crun"} {
-		t.Run(rt, func(t *testing.T) {
-			p, err := New(t.Context(), rt, platform.Options{}, platform.Env{AgentBinary: agent, StateDir: local.TestStateDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Available(t.Context()); err != nil {
-				conformance.SkipUnlessRequired(t, rt, err)
-			}
-			if err := p.Prepare(t.Context(), "minimal"); err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; i < 3; i++ {
-				var out strings.Builder
-				start := time.Now()
-				var phases []string
-				inst, err := p.Create(t.Context(), platform.Spec{Image: "minimal", Main: []string{platform.AgentPlaceholder, "agent", "hello"}, MainStdout: &out,
-					Phase: func(n string, at time.Time) {
-						phases = append(phases, n+"@"+at.Sub(start).Round(time.Microsecond).String())
-					}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				code, err := inst.Wait(t.Context())
-				total := time.Since(start)
-				if err != nil || code != 0 || !strings.Contains(out.String(), "hello") {
-					t.Fatalf("Wait = %d, %v; stdout %q", code, err, out.String())
-				}
-				if err := inst.Close(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("%s create→hello→exit %v (phases %v), with close %v", rt, total, phases, time.Since(start))
-			}
-		})
+	for _, f := range []platform.Factory{RuncFactory, CrunFactory} {
+		t.Run(f.Name, func(t *testing.T) { localtest.Startup(t, f, agent) })
 	}
 }
 

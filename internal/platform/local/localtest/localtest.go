@@ -1,0 +1,94 @@
+// Package localtest holds the tests shared by the platforms built on
+// platform/local (runc, crun, gvisor, systemd-nspawn, LXC): the conformance
+// suite and the startup timing run with local.TestStateDir, and the
+// rejection of bad options. It is imported by _test files only.
+package localtest
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/conformance"
+	"github.com/isobench/isobench/internal/platform/local"
+)
+
+// LeftoversFunc lists what the platform's instances left on this host for
+// a state directory.
+type LeftoversFunc func(ctx context.Context, stateDir string) ([]string, error)
+
+// Conformance runs the shared platform suite against the factory's
+// platform (options: just its name), in local.TestStateDir, checking
+// leftovers after every instance. opts.Leftovers is set here.
+func Conformance(t *testing.T, f platform.Factory, leftovers LeftoversFunc, opts conformance.Opts) {
+	agent := conformance.BuildAgent(t)
+	state := local.TestStateDir()
+	opts.Leftovers = func(ctx context.Context) ([]string, error) { return leftovers(ctx, state) }
+	conformance.Run(t, func(t *testing.T) platform.Platform {
+		o, err := platform.ParseOptions(f.Name, f.Extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.New(t.Context(), o, platform.Env{AgentBinary: agent, StateDir: state, Log: os.Stderr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}, opts)
+}
+
+// Startup times create → agent hello → exit three times on the factory's
+// platform with default options and logs it (with the phases the platform
+// reports), for the report; it checks the agent's output and exit status.
+func Startup(t *testing.T, f platform.Factory, agent string) {
+	p, err := f.New(t.Context(), platform.Options{}, platform.Env{AgentBinary: agent, StateDir: local.TestStateDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Available(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, f.Name, err)
+	}
+	prep, ok := p.(platform.Preparer)
+	if !ok {
+		t.Fatalf("%s does not implement platform.Preparer", f.Name)
+	}
+	if err := prep.Prepare(t.Context(), "minimal"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		var out strings.Builder
+		start := time.Now()
+		var phases []string
+		inst, err := p.Create(t.Context(), platform.Spec{Image: "minimal", Main: []string{platform.AgentPlaceholder, "agent", "hello"}, MainStdout: &out,
+			Phase: func(n string, at time.Time) {
+				phases = append(phases, n+"@"+at.Sub(start).Round(time.Microsecond).String())
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, err := inst.Wait(t.Context())
+		total := time.Since(start)
+		if err != nil || code != 0 || !strings.Contains(out.String(), "hello") {
+			t.Fatalf("Wait = %d, %v; stdout %q", code, err, out.String())
+		}
+		if err := inst.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s create→hello→exit %v (phases %v), with close %v", f.Name, total, phases, time.Since(start))
+	}
+}
+
+// NewRejects checks that the factory refuses an unknown network mode and
+// an environment without an agent binary or state directory.
+func NewRejects(t *testing.T, f platform.Factory) {
+	o := platform.Options{Base: platform.Spec{Network: "weird"}}
+	if _, err := f.New(t.Context(), o, platform.Env{AgentBinary: "/a", StateDir: t.TempDir()}); err == nil {
+		t.Error("unknown network accepted")
+	}
+	if _, err := f.New(t.Context(), platform.Options{}, platform.Env{}); err == nil {
+		t.Error("missing agent binary accepted")
+	}
+}
