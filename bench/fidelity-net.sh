@@ -16,6 +16,7 @@
 #
 #   bench/fidelity-net.sh [ROUNDS]     (default 3; as root, dockerd running)
 #   DURATION=5 STREAMS=1 bench/fidelity-net.sh
+#   STARTUP=0 bench/fidelity-net.sh    (network comparisons only)
 #
 # Only loopback and the docker bridge are used; nothing leaves the host.
 set -euo pipefail
@@ -23,6 +24,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3}
 dur=${DURATION:-5}
 streams=${STREAMS:-1}
+startup=${STARTUP:-1}
 
 need=()
 for t in iperf3 sockperf hyperfine python3 sqlite3; do command -v "$t" >/dev/null || need+=("$t"); done
@@ -39,21 +41,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The binary: bin/isobench when the network workloads are registered;
-# until then the same build with them registered through a build overlay
-# (the checkout is not touched).
-if grep -q 'workload/netbench' internal/builtin/builtin.go; then
-  make -s build
-  bin=bin/isobench
-else
-  echo "note: tcp-stream/tcp-rr are not registered in internal/builtin yet; building with an overlay that registers them" >&2
-  sed -e 's#^\t"github.com/isobench/isobench/internal/workload/fsbench"#&\n\t"github.com/isobench/isobench/internal/workload/lifecycle"\n\t"github.com/isobench/isobench/internal/workload/netbench"#' \
-      -e 's#^\tdefs = append(defs, tooladapt.Defs()...)#&\n\tdefs = append(defs, netbench.Defs()...)\n\tdefs = append(defs, lifecycle.Defs()...)#' \
-      internal/builtin/builtin.go > "$work/builtin.go"
-  printf '{"Replace":{"%s":"%s"}}\n' "$PWD/internal/builtin/builtin.go" "$work/builtin.go" > "$work/overlay.json"
-  CGO_ENABLED=0 go build -overlay "$work/overlay.json" -trimpath -o "$work/isobench" ./cmd/isobench
-  bin=$work/isobench
-fi
+# The binary: bin/isobench, with the network workloads registered.
+make -s build
+bin=bin/isobench
 $bin workloads | grep -q '^tcp-stream ' || { echo "$bin has no tcp-stream workload" >&2; exit 1; }
 db=$work/net.db
 state=$work/state
@@ -98,6 +88,7 @@ for r in $(seq 1 "$rounds"); do
   iperf_run "$ip_iperf" 5201 "$work/iperf-br-$r.json"
   sock_run 127.0.0.1 15202 "$work/sock-lo-$r.txt"
   sock_run "$ip_sock" 11111 "$work/sock-br-$r.txt"
+  [ "$startup" = 1 ] || continue
   # startup: isobench (docker, and native for its own floor), then hyperfine
   $bin run --quiet --state-dir "$state" --platform native --platform docker --workload startup --reps 5 --db "$db" >/dev/null
   hyperfine -N --runs 5 --warmup 1 --export-json "$work/hf-docker-$r.json" \
@@ -107,9 +98,9 @@ for r in $(seq 1 "$rounds"); do
 done
 
 $bin results --db "$db" --format jsonl > "$work/samples.jsonl"
-python3 - "$work" "$rounds" <<'PY'
+python3 - "$work" "$rounds" "$startup" <<'PY'
 import json, re, statistics, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
+work, rounds, startup = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 samples = [json.loads(l) for l in open(f"{work}/samples.jsonl")]
 def ours(platform, workload, metric):
     v = [s["value"] for s in samples if s["platform"] == platform and s["workload"] == workload
@@ -140,27 +131,38 @@ def hf(kind):
     for r in range(1, rounds + 1):
         v += [x * 1e3 for x in json.load(open(f"{work}/hf-{kind}-{r}.json"))["results"][0]["times"]]
     return med(v)
+# (comparison, where, isobench, reference, target): target is the bound on
+# isobench/reference, ">=0.90" for rates, "<=1.10" for latencies.
 rows = []
 for plat, kind, where in (("native", "lo", "loopback"), ("docker", "br", "docker bridge")):
-    rows.append(("tcp-stream Gbit/s vs iperf3", where, ours(plat, "tcp-stream", "throughput"), iperf(kind)))
+    rows.append(("tcp-stream Gbit/s vs iperf3", where, ours(plat, "tcp-stream", "throughput"), iperf(kind), ">=0.90"))
     rate, avg, p50, p99 = sock(kind)
-    rows.append(("tcp-rr transactions/s vs sockperf", where, ours(plat, "tcp-rr", "transactions_per_sec"), rate))
-    rows.append(("tcp-rr RTT avg us vs sockperf", where, ours(plat, "tcp-rr", "latency_avg"), avg))
-    rows.append(("tcp-rr RTT p50 us vs sockperf", where, ours(plat, "tcp-rr", "latency_p50"), p50))
-    rows.append(("tcp-rr RTT p99 us vs sockperf", where, ours(plat, "tcp-rr", "latency_p99"), p99))
-d_exit, d_rm = ours("docker", "startup", "exit_ms"), ours("docker", "startup", "remove_ms")
-d_total = d_exit + d_rm if d_exit is not None and d_rm is not None else None
-hf_docker, hf_native = hf("docker"), hf("native")
-rows.append(("startup create..removed ms vs docker run --rm", "docker", d_total, hf_docker))
-rows.append(("startup to hello ms (docker)", "docker", ours("docker", "startup", "startup_ms"), None))
-n_hello = ours("native", "startup", "startup_ms")
-rows.append(("own overhead: native startup ms vs exec", "native", n_hello, hf_native))
-print(f"{'comparison':46} {'where':14} {'isobench':>11} {'reference':>11} {'ratio':>7}")
-for label, where, a, b in rows:
-    ratio = f"{a/b:.3f}" if a and b else "-"
+    rows.append(("tcp-rr transactions/s vs sockperf", where, ours(plat, "tcp-rr", "transactions_per_sec"), rate, ">=0.90"))
+    rows.append(("tcp-rr RTT avg us vs sockperf", where, ours(plat, "tcp-rr", "latency_avg"), avg, "<=1.10"))
+    rows.append(("tcp-rr RTT p50 us vs sockperf", where, ours(plat, "tcp-rr", "latency_p50"), p50, "<=1.10"))
+    rows.append(("tcp-rr RTT p99 us vs sockperf", where, ours(plat, "tcp-rr", "latency_p99"), p99, "<=1.10"))
+d_total = hf_docker = n_hello = hf_native = None
+if startup:
+    d_exit, d_rm = ours("docker", "startup", "exit_ms"), ours("docker", "startup", "remove_ms")
+    d_total = d_exit + d_rm if d_exit is not None and d_rm is not None else None
+    hf_docker, hf_native = hf("docker"), hf("native")
+    rows.append(("startup create..removed ms vs docker run --rm", "docker", d_total, hf_docker, ""))
+    rows.append(("startup to hello ms (docker)", "docker", ours("docker", "startup", "startup_ms"), None, ""))
+    n_hello = ours("native", "startup", "startup_ms")
+    rows.append(("own overhead: native startup ms vs exec", "native", n_hello, hf_native, ""))
+def verdict(ratio, target):
+    if ratio is None or not target:
+        return ""
+    bound = float(target[2:])
+    return "ok" if (ratio >= bound if target[0] == ">" else ratio <= bound) else "MISS"
+print(f"medians of {rounds} round(s)")
+print(f"{'comparison':46} {'where':14} {'isobench':>11} {'reference':>11} {'ratio':>7} {'target':>7}")
+for label, where, a, b, target in rows:
+    ratio = a / b if a and b else None
+    fr = f"{ratio:.3f}" if ratio is not None else "-"
     fa = f"{a:.2f}" if a is not None else "-"
     fb = f"{b:.2f}" if b is not None else "-"
-    print(f"{label:46} {where:14} {fa:>11} {fb:>11} {ratio:>7}")
+    print(f"{label:46} {where:14} {fa:>11} {fb:>11} {fr:>7} {target:>7} {verdict(ratio, target)}".rstrip())
 if n_hello is not None and hf_native is not None:
     print(f"\nisobench's own startup overhead (native startup_ms - direct exec of the agent): {n_hello - hf_native:+.2f} ms")
 if d_total is not None and hf_docker is not None:
