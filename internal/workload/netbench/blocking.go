@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -16,6 +17,31 @@ import (
 // round trip on a 2-CPU host. So the socket is duplicated and the
 // net.Conn closed (which removes its epoll registration); the duplicate
 // keeps the connection and is used with plain system calls.
+
+// A goroutine looping over blocking system calls never passes through the
+// scheduler, so after 10 ms on the same scheduling tick the runtime's
+// sysmon thread treats it as a long runner: it takes the goroutine's P
+// away at every one of its system calls and hands it to another thread,
+// and the goroutine comes back from each read on a P it must win back,
+// often on another thread. On a 2-CPU host that churn woke extra threads
+// that competed with both ends, halving the transaction rate across the
+// docker bridge and tripling the tail. A loop therefore yields to the
+// scheduler every yieldEvery (runtime.Gosched starts a new tick), which
+// keeps the P with the goroutine for the whole system call, as a C
+// program's thread would have it.
+const yieldEvery = time.Millisecond
+
+// yielder calls runtime.Gosched when yieldEvery has passed since the last
+// time it did.
+type yielder struct{ last time.Time }
+
+// maybe yields if it is time to; now is the caller's current time.
+func (y *yielder) maybe(now time.Time) {
+	if now.Sub(y.last) >= yieldEvery {
+		runtime.Gosched()
+		y.last = now
+	}
+}
 
 // tick is the socket timeout (SO_RCVTIMEO/SO_SNDTIMEO): how often a
 // blocked read or write comes back to check whether it should give up.

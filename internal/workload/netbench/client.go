@@ -9,10 +9,13 @@ import (
 	"math"
 	"math/bits"
 	"net"
+	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/isobench/isobench/internal/sample"
+	"golang.org/x/sys/unix"
 )
 
 // Client modes, as the _net-client parameter "mode" spells them.
@@ -196,7 +199,9 @@ func (c *client) rr(ctx context.Context, conn net.Conn, start, end time.Time) (r
 	var now time.Time
 	err := withBlocking(conn, func(fd int) error {
 		now = time.Now()
+		var y yielder
 		for now.Before(end) {
+			y.maybe(now)
 			t := now
 			if err := writeFull(fd, req, check); err != nil {
 				return err
@@ -216,41 +221,129 @@ func (c *client) rr(ctx context.Context, conn net.Conn, start, end time.Time) (r
 	return result{trans: n, elapsed: now.Sub(start), hist: h}, nil
 }
 
+// crr connects, sends the request, reads the response and the server's
+// close, and closes, over and over. It uses plain blocking system calls
+// (socket, connect, write, read, close), as netperf's TCP_CRR does, not
+// Go's dialer: that one connects in non-blocking mode through the
+// netpoller and adds keep-alive options and address look-ups to every
+// connection.
 func (c *client) crr(ctx context.Context, start, end time.Time) (result, error) {
+	sa, family, err := sockaddr(c.cfg.addr)
+	if err != nil {
+		return result{}, fmt.Errorf("netbench crr: %w", err)
+	}
 	h := &histogram{}
-	d := net.Dialer{Timeout: c.cfg.dialLimit}
 	msg := append(header{mode: modeCRR, msg: uint32(c.cfg.msg), resp: uint32(c.cfg.resp)}.encode(), make([]byte, c.cfg.msg)...)
 	resp := make([]byte, c.cfg.resp)
-	var one [1]byte
+	giveUp := end.Add(grace)
+	check := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(giveUp) {
+			return fmt.Errorf("no response %v after the end", grace)
+		}
+		return nil
+	}
 	var n int64
+	var y yielder
 	now := time.Now()
 	for now.Before(end) {
+		y.maybe(now)
 		t := now
-		conn, err := d.DialContext(ctx, "tcp", c.cfg.addr)
-		if err != nil {
-			return result{}, fmt.Errorf("netbench crr: connect to %s: %w", c.cfg.addr, err)
+		if err := crrOnce(sa, family, msg, resp, check); err != nil {
+			return result{}, fmt.Errorf("netbench crr: %s: %w", c.cfg.addr, err)
 		}
-		noDelay(conn)
-		conn.SetDeadline(end.Add(grace))
-		if _, err := conn.Write(msg); err != nil {
-			conn.Close()
-			return result{}, fmt.Errorf("netbench crr: %w", err)
-		}
-		if _, err := io.ReadFull(conn, resp); err != nil {
-			conn.Close()
-			return result{}, fmt.Errorf("netbench crr: %w", err)
-		}
-		// the server closes first; wait for its FIN so the close is timed
-		if k, err := conn.Read(one[:]); k != 0 || !errors.Is(err, io.EOF) {
-			conn.Close()
-			return result{}, fmt.Errorf("netbench crr: server did not close after its response (read %d, %v)", k, err)
-		}
-		conn.Close()
 		now = time.Now()
 		h.add(now.Sub(t))
 		n++
 	}
 	return result{trans: n, elapsed: now.Sub(start), hist: h}, nil
+}
+
+// crrOnce is one connect/request/response/close transaction on a new
+// blocking socket.
+func crrOnce(sa syscall.Sockaddr, family int, msg, resp []byte, check func() error) error {
+	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1); err != nil {
+		return fmt.Errorf("TCP_NODELAY: %w", err)
+	}
+	tv := syscall.NsecToTimeval(int64(tick))
+	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("SO_RCVTIMEO: %w", err)
+	}
+	// SO_SNDTIMEO also bounds a blocking connect
+	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv); err != nil {
+		return fmt.Errorf("SO_SNDTIMEO: %w", err)
+	}
+	if err := connect(fd, sa, check); err != nil {
+		return err
+	}
+	if err := writeFull(fd, msg, check); err != nil {
+		return err
+	}
+	if err := readFull(fd, resp, check); err != nil {
+		return err
+	}
+	// the server closes first; wait for its FIN so the close is timed
+	var one [1]byte
+	if err := readFull(fd, one[:], check); err != io.EOF {
+		return fmt.Errorf("server did not close after its response (%v)", err)
+	}
+	return nil
+}
+
+// connect connects a blocking socket. A connect interrupted (EINTR) or
+// timed out (EINPROGRESS, after SO_SNDTIMEO) goes on in the background;
+// then connect waits for the socket to become writable and reads the
+// outcome from SO_ERROR.
+func connect(fd int, sa syscall.Sockaddr, check func() error) error {
+	err := syscall.Connect(fd, sa)
+	switch err {
+	case nil:
+		return nil
+	case syscall.EINTR, syscall.EINPROGRESS, syscall.EALREADY:
+	default:
+		return fmt.Errorf("connect: %w", err)
+	}
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+	for {
+		n, err := unix.Poll(pfd, int(tick/time.Millisecond))
+		if err != nil && err != unix.EINTR {
+			return fmt.Errorf("connect: poll: %w", err)
+		}
+		if n > 0 {
+			break
+		}
+		if cerr := check(); cerr != nil {
+			return cerr
+		}
+	}
+	soerr, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ERROR)
+	if err != nil {
+		return fmt.Errorf("connect: SO_ERROR: %w", err)
+	}
+	if soerr != 0 {
+		return fmt.Errorf("connect: %w", syscall.Errno(soerr))
+	}
+	return nil
+}
+
+// sockaddr resolves a numeric host:port to a socket address and family.
+func sockaddr(hostport string) (syscall.Sockaddr, int, error) {
+	ap, err := netip.ParseAddrPort(hostport)
+	if err != nil {
+		return nil, 0, fmt.Errorf("server address %q: %w", hostport, err)
+	}
+	a := ap.Addr().Unmap()
+	if a.Is4() {
+		return &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: a.As4()}, syscall.AF_INET, nil
+	}
+	return &syscall.SockaddrInet6{Port: int(ap.Port()), Addr: a.As16()}, syscall.AF_INET6, nil
 }
 
 // metrics turns a client's result into samples for its workload.

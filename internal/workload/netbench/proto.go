@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The wire protocol between a client and the server. Every connection
@@ -186,7 +187,9 @@ func (s *server) handle(c net.Conn) {
 		}
 		var n int64
 		withBlocking(c, func(fd int) error {
+			var y yielder
 			for {
+				y.maybe(time.Now())
 				if err := readFull(fd, req, check); err != nil {
 					return err
 				}
