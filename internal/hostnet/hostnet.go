@@ -92,7 +92,35 @@ func (b *Bridge) Ensure(ctx context.Context) error {
 	if err := ip(ctx, "addr", "replace", gw, "dev", b.Name); err != nil {
 		return err
 	}
+	if err := b.forward(ctx, true); err != nil {
+		return err
+	}
 	return ip(ctx, "link", "set", b.Name, "up")
+}
+
+// forward adds (or removes) the rule that lets instances on the bridge
+// reach each other: bridged traffic passes iptables' FORWARD chain, whose
+// policy Docker sets to DROP. Docker has the same rule for docker0. Hosts
+// without iptables need nothing.
+func (b *Bridge) forward(ctx context.Context, add bool) error {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return nil
+	}
+	rule := []string{"FORWARD", "-i", b.Name, "-o", b.Name, "-j", "ACCEPT"}
+	present := exec.CommandContext(ctx, "iptables", append([]string{"-C"}, rule...)...).Run() == nil
+	var args []string
+	switch {
+	case add && !present:
+		args = append([]string{"-I"}, rule...)
+	case !add && present:
+		args = append([]string{"-D"}, rule...)
+	default:
+		return nil
+	}
+	if out, err := exec.CommandContext(ctx, "iptables", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("hostnet: iptables %s: %s: %w", strings.Join(args, " "), strings.TrimSpace(string(out)), err)
+	}
+	return nil
 }
 
 // Lease reserves a free address on the bridge; release it with Release.
@@ -163,7 +191,7 @@ func (b *Bridge) removeIfUnused(ctx context.Context) error {
 	if err := ip(ctx, "link", "del", b.Name); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
 		return err
 	}
-	return nil
+	return b.forward(ctx, false)
 }
 
 // DeleteLink removes a tap or veth device if it exists.

@@ -3,6 +3,7 @@ package hostnet
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -61,6 +62,11 @@ func TestBridgeLifecycle(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if _, err := exec.LookPath("iptables"); err == nil {
+		if exec.Command("iptables", "-C", "FORWARD", "-i", "isobtest1", "-o", "isobtest1", "-j", "ACCEPT").Run() != nil {
+			t.Error("no FORWARD accept rule for the bridge")
+		}
+	}
 	a1, _ := b.Lease("a")
 	a2, _ := b.Lease("b")
 	if err := b.Release(ctx, a1); err != nil {
@@ -75,5 +81,10 @@ func TestBridgeLifecycle(t *testing.T) {
 	if _, err := os.Stat("/sys/class/net/isobtest1"); err == nil {
 		DeleteLink(ctx, "isobtest1")
 		t.Fatal("bridge left after the last lease was released")
+	}
+	if _, err := exec.LookPath("iptables"); err == nil {
+		if exec.Command("iptables", "-C", "FORWARD", "-i", "isobtest1", "-o", "isobtest1", "-j", "ACCEPT").Run() == nil {
+			t.Error("FORWARD rule left after the bridge was removed")
+		}
 	}
 }

@@ -399,40 +399,10 @@ func TestLXC(t *testing.T) {
 			if pl[1] == OnInstance {
 				n = 2
 			}
-			if pl == [2]string{OnInstance, OnInstance} {
-				if why := forwardBlocked(lxcBridge); why != "" {
-					t.Skipf("instance-to-instance traffic on %s is dropped by the host firewall (a hostnet gap, not netbench's): %s", lxcBridge, why)
-				}
-			}
 			runAll(t, hostEnv(tp, "", "lxc", n), pl[0], pl[1], platform.NetBridge)
 		})
 	}
 	tp.check(t)
-}
-
-// lxcBridge is the isobench bridge LXC instances are attached to.
-const lxcBridge = "isobr0"
-
-// forwardBlocked says why traffic between two ports of bridge is dropped
-// by iptables, or "" when it is not (or cannot be told): with
-// bridge-nf-call-iptables on, bridged frames cross the FORWARD chain, whose
-// policy Docker sets to DROP, and only bridges with an ACCEPT rule of their
-// own (as Docker adds for docker0) pass.
-func forwardBlocked(bridge string) string {
-	b, err := os.ReadFile("/proc/sys/net/bridge/bridge-nf-call-iptables")
-	if err != nil || strings.TrimSpace(string(b)) != "1" {
-		return ""
-	}
-	out, err := exec.Command("iptables", "-S", "FORWARD").Output()
-	if err != nil || !strings.Contains(string(out), "-P FORWARD DROP") {
-		return ""
-	}
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, "-i "+bridge) && strings.Contains(l, "-o "+bridge) && strings.HasSuffix(l, "-j ACCEPT") {
-			return ""
-		}
-	}
-	return "bridge-nf-call-iptables=1, FORWARD policy DROP and no ACCEPT rule for -i " + bridge + " -o " + bridge
 }
 
 // containers lists containers carrying the test's label (docker CLI).
