@@ -49,8 +49,8 @@ func TestEveryWorkloadOnNativeAndDocker(t *testing.T) {
 	}
 	type row struct {
 		Platform, Options, Workload, Metric, Unit string
-		Instances, Instance                     int
-		Value                                   float64
+		Instances, Instance                       int
+		Value                                     float64
 	}
 	seen := map[string]bool{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {

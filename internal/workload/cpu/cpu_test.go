@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"testing"
-
 )
 
 // naive is sysbench's loop without the peeled first iteration.
