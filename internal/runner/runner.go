@@ -313,75 +313,27 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 	// Every exec ends with this context: cancelling it unblocks them all.
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sessions := make([]*agent.Session, n)
-	for i, in := range insts {
-		sessions[i] = agent.Start(ectx, in, job.Def.Name, job.Params.String())
-	}
-	fail := func(err error) ([]workload.InstanceResult, time.Duration, error) {
-		for _, s := range sessions {
-			s.Abort()
-		}
-		cancel()
+	g := agent.StartGroup(ectx, insts, job.Def.Name, job.Params.String())
+	skew, err := g.Barrier(ectx)
+	if err != nil {
+		g.Abort()
 		return nil, 0, err
 	}
-	if err := parallel(n, func(i int) error {
-		if err := sessions[i].WaitReady(ectx); err != nil {
-			return fmt.Errorf("instance %d: %w", i, err)
-		}
-		return nil
-	}); err != nil {
-		return fail(err)
-	}
-	// The barrier: every session is released by its own goroutine the
-	// moment a shared channel closes; the spread of their acknowledgements
-	// on the host clock is the skew.
-	gate := make(chan struct{})
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range sessions {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-gate
-			if err := sessions[i].Release(); err != nil {
-				errs[i] = err
-				return
-			}
-			errs[i] = sessions[i].WaitStarted(ectx)
-		}(i)
-	}
-	close(gate)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fail(err)
-	}
-	first, last := sessions[0].Started, sessions[0].Started
-	for _, s := range sessions[1:] {
-		if s.Started.Before(first) {
-			first = s.Started
-		}
-		if s.Started.After(last) {
-			last = s.Started
-		}
+	ms, tags, err := g.Results(ectx)
+	if err != nil {
+		g.Abort()
+		return nil, 0, err
 	}
 	results := make([]workload.InstanceResult, n)
-	if err := parallel(n, func(i int) error {
-		ms, tags, err := sessions[i].Result(ectx)
-		if err != nil {
-			return fmt.Errorf("instance %d: %w", i, err)
-		}
-		facts := insts[i].Facts(ectx)
-		all := maps.Clone(facts)
+	for i := range insts {
+		all := maps.Clone(insts[i].Facts(ectx))
 		if all == nil {
 			all = map[string]string{}
 		}
-		maps.Copy(all, tags)
-		results[i] = workload.InstanceResult{Instance: i, Metrics: ms, Tags: all}
-		return nil
-	}); err != nil {
-		return fail(err)
+		maps.Copy(all, tags[i])
+		results[i] = workload.InstanceResult{Instance: i, Metrics: ms[i], Tags: all}
 	}
-	return results, last.Sub(first), nil
+	return results, skew, nil
 }
 
 // parallel runs f(0..n-1) concurrently and joins their errors.

@@ -523,55 +523,19 @@ func (r *run) instanceClients(ctx context.Context, clients []platform.Instance, 
 	n := len(clients)
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	params := spec.Canonical(cp)
-	sessions := make([]*agent.Session, n)
-	for i, in := range clients {
-		sessions[i] = agent.Start(ectx, in, ClientName, params)
+	g := agent.StartGroup(ectx, clients, ClientName, spec.Canonical(cp))
+	if _, err := g.Barrier(ectx); err != nil {
+		g.Abort()
+		return nil, fmt.Errorf("client %w", err)
 	}
-	fail := func(err error) ([]workload.InstanceResult, error) {
-		for _, s := range sessions {
-			s.Abort()
-		}
-		return nil, err
-	}
-	if err := parallel(n, func(i int) error {
-		if err := sessions[i].WaitReady(ectx); err != nil {
-			return fmt.Errorf("client instance %d: %w", i, err)
-		}
-		return nil
-	}); err != nil {
-		return fail(err)
-	}
-	gate := make(chan struct{})
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range sessions {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-gate
-			if err := sessions[i].Release(); err != nil {
-				errs[i] = err
-				return
-			}
-			errs[i] = sessions[i].WaitStarted(ectx)
-		}(i)
-	}
-	close(gate)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fail(err)
+	ms, _, err := g.Results(ectx)
+	if err != nil {
+		g.Abort()
+		return nil, fmt.Errorf("client %w", err)
 	}
 	results := make([]workload.InstanceResult, n)
-	if err := parallel(n, func(i int) error {
-		ms, _, err := sessions[i].Result(ectx)
-		if err != nil {
-			return fmt.Errorf("client instance %d: %w", i, err)
-		}
-		results[i] = workload.InstanceResult{Instance: i, Metrics: ms, Tags: maps.Clone(tags)}
-		return nil
-	}); err != nil {
-		return fail(err)
+	for i := range ms {
+		results[i] = workload.InstanceResult{Instance: i, Metrics: ms[i], Tags: maps.Clone(tags)}
 	}
 	return results, nil
 }
