@@ -11,11 +11,16 @@
 // scheduler hand-off per I/O (on a 2-core VM it reached only ~40% of fio's
 // IOPS); it is there for kernels or sandboxes without native AIO.
 //
-// Files are laid out before the timed part (fully written, not sparse, as
-// fio does), synced, and their pages dropped from the page cache with
+// Files are prepared before the timed part as fio prepares them. For
+// patterns that read, they are laid out (fully written, not sparse),
+// synced, and their pages dropped from the page cache with
 // posix_fadvise(DONTNEED) as fio's invalidate=1 does; a container cannot
 // drop the whole page cache, so with direct=false reads can still be
-// served from memory (e.g. pages another instance brought in).
+// served from memory (e.g. pages another instance brought in). For
+// write-only patterns fio does not write the file first (it lays files out
+// only for jobs that read or with overwrite=1): it fallocates it, so the
+// timed writes land in allocated, unwritten extents. So does this
+// workload; see preallocate.
 package disk
 
 import (
@@ -322,6 +327,37 @@ func layout(ctx context.Context, path string, size int64, seed uint64) error {
 	return f.Close()
 }
 
+// preallocate prepares the file of a write-only job as fio does by
+// default (fallocate=native, no lay-out for jobs that do not read):
+// fallocate(2) allocates its blocks as unwritten extents without writing
+// them. Where the file system cannot fallocate, the file is laid out fully
+// instead (fio would leave it sparse).
+//
+// This is a measured difference, not a detail: on the 2-core VM's ext4
+// (virtio disk), 4 KiB randwrite O_DIRECT iodepth 16 with fio itself ran
+// at a median 75k IOPS (56-117k, 13 runs) on a 256 MiB file fully written
+// and synced just before, against 113k on its own fallocated file,
+// interleaved. isobench, which laid its file out fully, thus measured
+// something slower (and noisier) than fio and the fio tool adapter
+// (--create_only=1 fallocates too); on the same kind of file the two agree
+// (median isobench/fio 1.02 on written files, 0.97 on fallocated ones).
+func preallocate(ctx context.Context, path string, size int64, seed uint64) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("disk: create %s: %w", path, err)
+	}
+	defer f.Close()
+	err = unix.Fallocate(int(f.Fd()), 0, 0, size)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		f.Close()
+		return layout(ctx, path, size, seed)
+	}
+	if err != nil {
+		return fmt.Errorf("disk: fallocate %s: %w", path, err)
+	}
+	return f.Close()
+}
+
 func run(ctx context.Context, p workload.Params, ready workload.Barrier) (ms []sample.Metric, err error) {
 	bs := p.Size("bs")
 	blocks := p.Size("size") / bs
@@ -367,7 +403,11 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) (ms []s
 			random:     pat == "randread" || pat == "randwrite" || pat == "randrw",
 			fsyncEvery: int64(p.Int("fsync")),
 		}
-		if err := layout(ctx, path, size, uint64(i+1)*0x9E3779B97F4A7C15); err != nil {
+		prepare := layout
+		if readPct == 0 {
+			prepare = preallocate
+		}
+		if err := prepare(ctx, path, size, uint64(i+1)*0x9E3779B97F4A7C15); err != nil {
 			return nil, err
 		}
 		f, err := os.OpenFile(path, flags, 0)

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/isobench/isobench/internal/workload"
 )
 
@@ -239,5 +241,25 @@ func TestManual(t *testing.T) {
 	}
 	for _, m := range ms {
 		t.Logf("%s %.3f %s", m.Name, m.Value, m.Unit)
+	}
+}
+
+func TestPreallocateAllocatesWithoutWriting(t *testing.T) {
+	path := t.TempDir() + "/f"
+	const size = 3<<20 + 4096
+	if err := preallocate(context.Background(), path, size, 1); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != size {
+		t.Fatalf("size %d, want %d", st.Size, size)
+	}
+	// Every block is allocated (fallocated or, without fallocate, laid
+	// out): the file is not sparse.
+	if st.Blocks*512 < size {
+		t.Fatalf("%d bytes allocated of %d: sparse", st.Blocks*512, size)
 	}
 }
