@@ -110,7 +110,7 @@ func TestRunNativeThenResultsAndReport(t *testing.T) {
 	st, out, errb := newTestState(t)
 	db := filepath.Join(t.TempDir(), "x.db")
 	code := Main(context.Background(), st, []string{"run", "--platform", "native", "--platform", "native:cpus=1",
-		"--workload", "cpu:duration=200ms,max-prime=2000", "--workload", "startup", "--instances", "1,2", "--reps", "3", "--db", db})
+		"--workload", "cpu:duration=200ms,max-prime=2000", "--workload", "startup", "--instances", "1,2", "--reps", "5", "--db", db})
 	if code != 0 {
 		t.Fatalf("run exit %d: %s", code, errb.String())
 	}

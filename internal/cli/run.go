@@ -34,7 +34,7 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	fs.Var(&platforms, "platform", "platform[:options] to run on (repeatable)")
 	fs.Var(&workloads, "workload", "workload[:params] to run (repeatable)")
 	instances := fs.String("instances", "", "instance counts, e.g. 1,2,4 (default 1)")
-	reps := fs.String("reps", "", `measured repetitions per cell and platform, or "auto" (default 3)`)
+	reps := fs.String("reps", "", `measured repetitions per cell and platform, or "auto" (default 5: fewer give no verdict)`)
 	repsCap := fs.Int("reps-cap", 0, "with --reps auto: the most repetitions (default 30)")
 	target := fs.Float64("target", 0, "with --reps auto: stop when the median's 95% CI is within ±target% (default 2)")
 	warmup := fs.Int("warmup", -1, "warm-up repetitions before the measured ones (stored, flagged warmup; default 0)")
@@ -202,8 +202,8 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	plan := runner.Plan{Instances: study.Instances, Warmup: study.Warmup, Image: study.Image}
 	switch {
 	case study.Reps == "":
-		study.Reps = "3"
-		plan.Reps = 3
+		study.Reps = "5"
+		plan.Reps = 5
 	case study.Reps == "auto":
 		capN := study.RepsCap
 		if capN == 0 {

@@ -1,6 +1,7 @@
 // Package runner executes a study: every workload × instance count ×
-// repetition on every platform, interleaving platforms (A B A B ...) so
-// drift on a noisy host hits all of them alike, releasing concurrent
+// repetition on every platform, interleaving platforms (A B, B A, A B ...)
+// so drift on a noisy host hits all of them alike and none always runs
+// first, releasing concurrent
 // instances through a barrier, and handing each repetition's samples to the
 // sink as soon as it is done.
 package runner
@@ -148,7 +149,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 			values := map[string][]float64{}
 			stopped := false
 			for rep := -p.Warmup; rep < p.Reps; rep++ {
-				for _, t := range p.Targets {
+				for _, t := range rotate(p.Targets, rep+p.Warmup) {
 					if r.Progress != nil {
 						r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start)})
 					}
@@ -188,6 +189,19 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 		}
 	}
 	return nil
+}
+
+// rotate returns the targets in the order of round k: every round runs
+// every platform once (interleaved, never all of A then all of B), and the
+// starting platform moves on each round (A B, B A, A B... for two), so no
+// platform always runs first, right after the previous round's teardown.
+func rotate(ts []Target, k int) []Target {
+	n := len(ts)
+	out := make([]Target, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, ts[(i+k)%n])
+	}
+	return out
 }
 
 // primary is the value the stopping rule watches: the first metric's

@@ -128,8 +128,9 @@ func TestInterleavesPlatformsAndStoresEveryRep(t *testing.T) {
 			order = append(order, strings.Fields(l.text)[1])
 		}
 	}
-	// per cell: (warmup+reps) rounds of A then B, each creating n instances
-	want := strings.Repeat("A B ", 4) + strings.Repeat("A A B B ", 4)
+	// per cell: (warmup+reps) rounds, each running both platforms once, the
+	// starting platform alternating; each run creates n instances
+	want := strings.Repeat("A B B A ", 2) + strings.Repeat("A A B B B B A A ", 2)
 	if got := strings.Join(order, " ") + " "; got != want {
 		t.Fatalf("platform order\n got %s\nwant %s", got, want)
 	}

@@ -131,6 +131,15 @@ func Compare(base, other []float64, paired bool, better string, opt Options) Rat
 		return r
 	}
 	r.CILow, r.CIHigh, r.CIValid = lo, hi, true
+	if len(base) < MinVerdict || len(other) < MinVerdict {
+		// With so few values the percentile bootstrap's interval shrinks to
+		// about the range of the pair ratios: three pairs that happen to
+		// fall on one side of 1 (a one-in-four event under no difference)
+		// would be called a difference.
+		r.Verdict = VerdictInsufficient
+		r.Note = fmt.Sprintf("need at least %d repetitions on each side for a verdict (the interval is shown, but too few values make it too narrow)", MinVerdict)
+		return r
+	}
 	r.Verdict = verdict(lo, hi, better)
 	return r
 }

@@ -28,6 +28,9 @@ const (
 	// MinCI is the smallest number of values for which a bootstrap
 	// confidence interval is computed; below it the interval is undefined.
 	MinCI = 3
+	// MinVerdict is the smallest number of values on each side for which
+	// Compare gives a verdict other than "insufficient data".
+	MinVerdict = 5
 	// OutlierThreshold is the Iglewicz–Hoaglin cut-off on |modified z|.
 	OutlierThreshold = 3.5
 )
