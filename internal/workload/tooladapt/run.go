@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/isobench/isobench/internal/workload"
 )
 
 // toolPath finds an external tool inside the instance. Besides PATH it looks
@@ -160,4 +162,18 @@ func barrier(ready func() error) error {
 		return fmt.Errorf("waiting for the start signal: %w", err)
 	}
 	return nil
+}
+
+// scratchDir makes a fresh directory for a tool's files in the instance's
+// scratch directory; cleanup removes it with everything the tool left.
+func scratchDir(prefix string) (dir string, cleanup func(), err error) {
+	scratch, err := workload.Scratch()
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err = os.MkdirTemp(scratch, prefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", strings.TrimSuffix(prefix, "-"), err)
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
 }

@@ -19,7 +19,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -218,15 +217,11 @@ func runSysbenchFileIO(ctx context.Context, p workload.Params, ready workload.Ba
 	if err != nil {
 		return nil, err
 	}
-	scratch, err := workload.Scratch()
+	dir, cleanup, err := scratchDir("sysbench-fileio-")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(scratch, "sysbench-fileio-")
-	if err != nil {
-		return nil, fmt.Errorf("sysbench fileio: %w", err)
-	}
-	defer os.RemoveAll(dir)
+	defer cleanup()
 	f := sysbench.FileIO{
 		Threads: p.Int("threads"), BlockSize: p.Size("block-size"), TotalSize: p.Size("total-size"),
 		Files: p.Int("files"), Mode: p.Str("mode"), Direct: p.Bool("direct"), Duration: p.Duration("duration"),
@@ -249,15 +244,11 @@ func runFio(ctx context.Context, p workload.Params, ready workload.Barrier) ([]s
 	if err != nil {
 		return nil, err
 	}
-	scratch, err := workload.Scratch()
+	dir, cleanup, err := scratchDir("fio-")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(scratch, "fio-")
-	if err != nil {
-		return nil, fmt.Errorf("fio: %w", err)
-	}
-	defer os.RemoveAll(dir)
+	defer cleanup()
 	job := fio.Job{
 		Name: "isobench", Directory: dir, Pattern: p.Str("pattern"), BS: p.Size("bs"), Size: p.Size("size"),
 		Direct: p.Bool("direct"), IODepth: p.Int("iodepth"), Jobs: p.Int("jobs"),
