@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"os"
-	"strconv"
 
 	"gopkg.in/yaml.v3"
 )
@@ -28,33 +27,12 @@ func loadStudy(path string) (Study, error) {
 	if err != nil {
 		return Study{}, usage("study file: %v", err)
 	}
-	type strict struct {
-		Platforms []string `yaml:"platforms"`
-		Workloads []string `yaml:"workloads"`
-		Instances []int    `yaml:"instances"`
-		Reps      any      `yaml:"reps"`
-		RepsCap   int      `yaml:"reps_cap"`
-		Target    float64  `yaml:"target"`
-		Warmup    int      `yaml:"warmup"`
-		Baseline  string   `yaml:"baseline"`
-		Image     string   `yaml:"image"`
-	}
-	var s strict
+	// yaml.v3 decodes `reps: 3` and `reps: auto` alike into the string.
+	var st Study
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
-		return Study{}, usage("study file %s: %v (keys: platforms, workloads, instances, reps, reps_cap, target, warmup, baseline, image)", path, err)
-	}
-	st := Study{Platforms: s.Platforms, Workloads: s.Workloads, Instances: s.Instances, RepsCap: s.RepsCap, Target: s.Target,
-		Warmup: s.Warmup, Baseline: s.Baseline, Image: s.Image}
-	switch v := s.Reps.(type) {
-	case nil:
-	case int:
-		st.Reps = strconv.Itoa(v)
-	case string:
-		st.Reps = v
-	default:
-		return Study{}, usage("study file %s: reps must be a number or \"auto\", got %v", path, v)
+	if err := dec.Decode(&st); err != nil {
+		return Study{}, usage("study file %s: %v (keys: platforms, workloads, instances, reps (a number or \"auto\"), reps_cap, target, warmup, baseline, image)", path, err)
 	}
 	if len(st.Platforms) == 0 || len(st.Workloads) == 0 {
 		return Study{}, usage("study file %s: needs at least one entry under platforms and under workloads", path)
