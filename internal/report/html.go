@@ -398,27 +398,9 @@ func overheadChart(m metricGroup, base string, colours map[string]string) (barCh
 func writeCellTable(w io.Writer, cells []Cell) {
 	fmt.Fprint(w, "<table class=\"cells\"><thead><tr><th>instances</th><th class=\"l\">platform</th><th>n</th><th>median</th><th>stdev</th><th>CV</th><th>median 95% CI</th><th>ratio</th><th>ratio 95% CI</th><th class=\"l\">verdict</th></tr></thead><tbody>\n")
 	for _, c := range cells {
-		ci, ratio, rci, cv := "-", "-", "-", "-"
-		if c.CIValid {
-			ci = "[" + num(c.CILow) + ", " + num(c.CIHigh) + "]"
-		}
-		if c.N > 1 && c.Mean != 0 {
-			cv = fmt.Sprintf("%.1f%%", 100*c.CV)
-		}
-		if c.Baseline != "" && c.Label() != c.Baseline {
-			if c.Ratio != 0 {
-				ratio = fmt.Sprintf("%.3f", c.Ratio)
-			}
-			if c.RatioValid {
-				rci = fmt.Sprintf("[%.3f, %.3f]", c.RatioCILow, c.RatioCIHigh)
-			}
-		}
-		v := c.Verdict
-		if v == "" {
-			v = "-"
-		}
+		t := c.texts()
 		fmt.Fprintf(w, "<tr class=\"%s\"><td>%d</td><td class=\"l\">%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"l\">%s</td></tr>\n",
-			verdictClass(c.Verdict), c.Instances, esc(c.Label()), c.N, num(c.Median), num(c.Stdev), cv, ci, ratio, rci, esc(v))
+			verdictClass(c.Verdict), c.Instances, esc(c.Label()), c.N, num(c.Median), num(c.Stdev), t.cv, t.ci, t.ratio, t.ratioCI, esc(t.verdict))
 	}
 	fmt.Fprint(w, "</tbody></table>\n")
 }

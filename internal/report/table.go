@@ -26,28 +26,9 @@ func Table(w io.Writer, cells []Cell) error {
 			fmt.Fprintln(tw, "  inst\tplatform\tn\tmedian\tstdev\tCV\tmedian 95% CI\tratio\tratio 95% CI\tverdict")
 			prev = group
 		}
-		ci, ratio, rci := "-", "-", "-"
-		if c.CIValid {
-			ci = "[" + num(c.CILow) + ", " + num(c.CIHigh) + "]"
-		}
-		if c.Baseline != "" && c.Label() != c.Baseline {
-			if c.Ratio != 0 {
-				ratio = fmt.Sprintf("%.3f", c.Ratio)
-			}
-			if c.RatioValid {
-				rci = fmt.Sprintf("[%.3f, %.3f]", c.RatioCILow, c.RatioCIHigh)
-			}
-		}
-		verdict := c.Verdict
-		if verdict == "" {
-			verdict = "-"
-		}
-		cv := "-"
-		if c.N > 1 && c.Mean != 0 {
-			cv = fmt.Sprintf("%.1f%%", 100*c.CV)
-		}
+		t := c.texts()
 		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			c.Instances, c.Label(), c.N, num(c.Median), num(c.Stdev), cv, ci, ratio, rci, verdict)
+			c.Instances, c.Label(), c.N, num(c.Median), num(c.Stdev), t.cv, t.ci, t.ratio, t.ratioCI, t.verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -85,6 +66,32 @@ func warningSummary(w io.Writer, cells []Cell, limit int) error {
 		}
 	}
 	return nil
+}
+
+// cellTexts are a cell's summary columns as the table and the HTML page
+// print them, "-" where a value does not apply.
+type cellTexts struct{ ci, cv, ratio, ratioCI, verdict string }
+
+func (c Cell) texts() cellTexts {
+	t := cellTexts{"-", "-", "-", "-", "-"}
+	if c.CIValid {
+		t.ci = "[" + num(c.CILow) + ", " + num(c.CIHigh) + "]"
+	}
+	if c.N > 1 && c.Mean != 0 {
+		t.cv = fmt.Sprintf("%.1f%%", 100*c.CV)
+	}
+	if c.Baseline != "" && c.Label() != c.Baseline {
+		if c.Ratio != 0 {
+			t.ratio = fmt.Sprintf("%.3f", c.Ratio)
+		}
+		if c.RatioValid {
+			t.ratioCI = fmt.Sprintf("[%.3f, %.3f]", c.RatioCILow, c.RatioCIHigh)
+		}
+	}
+	if c.Verdict != "" {
+		t.verdict = c.Verdict
+	}
+	return t
 }
 
 func workloadLabel(c Cell) string {
