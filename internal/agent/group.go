@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
 )
@@ -29,7 +30,7 @@ func StartGroup(ctx context.Context, insts []platform.Instance, workloadName, pa
 // own goroutine when a shared channel closes. The skew is the spread of
 // their acknowledgements on the host clock (no shared clock is assumed).
 func (g Group) Barrier(ctx context.Context) (skew time.Duration, err error) {
-	if err := each(len(g), func(i int) error {
+	if err := par.Each(len(g), func(i int) error {
 		if err := g[i].WaitReady(ctx); err != nil {
 			return fmt.Errorf("instance %d: %w", i, err)
 		}
@@ -73,7 +74,7 @@ func (g Group) Barrier(ctx context.Context) (skew time.Duration, err error) {
 func (g Group) Results(ctx context.Context) ([][]sample.Metric, []map[string]string, error) {
 	ms := make([][]sample.Metric, len(g))
 	tags := make([]map[string]string, len(g))
-	err := each(len(g), func(i int) error {
+	err := par.Each(len(g), func(i int) error {
 		m, t, err := g[i].Result(ctx)
 		if err != nil {
 			return fmt.Errorf("instance %d: %w", i, err)
@@ -92,16 +93,4 @@ func (g Group) Abort() {
 	for _, s := range g {
 		s.Abort()
 	}
-}
-
-// each runs f(0..n-1) concurrently and joins their errors.
-func each(n int, f func(i int) error) error {
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) { defer wg.Done(); errs[i] = f(i) }(i)
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

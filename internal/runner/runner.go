@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/agent"
+	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/workload"
@@ -312,7 +313,7 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 		}
 		wg.Wait()
 	}()
-	if err := parallel(n, func(i int) error {
+	if err := par.Each(n, func(i int) error {
 		s := base
 		s.Name = r.name()
 		in, err := t.Platform.Create(ctx, s)
@@ -348,16 +349,4 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 		results[i] = workload.InstanceResult{Instance: i, Metrics: ms[i], Tags: all}
 	}
 	return results, skew, nil
-}
-
-// parallel runs f(0..n-1) concurrently and joins their errors.
-func parallel(n int, f func(i int) error) error {
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) { defer wg.Done(); errs[i] = f(i) }(i)
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/agent"
+	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/spec"
@@ -359,7 +360,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	var clients []platform.Instance
 	if r.p.Str("client") == OnInstance {
 		clients = make([]platform.Instance, n)
-		if err := parallel(n, func(i int) error {
+		if err := par.Each(n, func(i int) error {
 			in, err := r.create(ctx, "client")
 			clients[i] = in
 			return err
@@ -480,7 +481,7 @@ func (r *run) hostClients(ctx context.Context, cp map[string]string, tags map[st
 			}
 		}
 	}()
-	if err := parallel(n, func(i int) error {
+	if err := par.Each(n, func(i int) error {
 		c, err := prepare(ctx, cfg)
 		cs[i] = c
 		return err
@@ -538,16 +539,4 @@ func (r *run) instanceClients(ctx context.Context, clients []platform.Instance, 
 		results[i] = workload.InstanceResult{Instance: i, Metrics: ms[i], Tags: maps.Clone(tags)}
 	}
 	return results, nil
-}
-
-// parallel runs f(0..n-1) concurrently and joins their errors.
-func parallel(n int, f func(i int) error) error {
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) { defer wg.Done(); errs[i] = f(i) }(i)
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
