@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,11 @@ const (
 	NetBridge  = "bridge" // a private address behind a bridge
 	NetHost    = "host"   // the host's network namespace
 	NetNone    = "none"   // loopback only
+	// NetNAT is a private address behind a bridge whose Spec.Ports are
+	// also published on the host's loopback through the engine's NAT
+	// (Docker's -p 127.0.0.1::PORT): the host reaches them at Endpoint,
+	// the way a user reaches a published service.
+	NetNAT = "nat"
 )
 
 // Storage modes: where the instance's scratch directory lives.
@@ -43,8 +49,12 @@ type Spec struct {
 	Image   string  // image profile, e.g. "minimal"
 	CPUs    float64 // CPU quota in cores (0: unlimited)
 	Memory  int64   // memory limit in bytes (0: unlimited)
-	Network string  // NetDefault, NetBridge, NetHost, NetNone
-	Storage string  // StorageRootfs (default) or StorageVolume
+	Network string  // NetDefault, NetBridge, NetHost, NetNone, NetNAT
+	// Ports are TCP ports inside the instance the host will connect to;
+	// with NetNAT the platform publishes them on the host (others ignore
+	// them: the host reaches Address directly).
+	Ports   []int
+	Storage string // StorageRootfs (default) or StorageVolume
 	Extra   map[string]string
 	Labels  map[string]string
 	// Main, when set, is the instance's main process (argv inside the
@@ -120,6 +130,37 @@ type Instance interface {
 	Close(ctx context.Context) error
 }
 
+// Publisher is implemented by instances whose ports the host reaches at
+// another address than Address, through ports the engine published.
+type Publisher interface {
+	// Published returns the host:port the host dials to reach TCP port
+	// inside the instance, and ok=false when that port is not published.
+	Published(ctx context.Context, port int) (hostPort string, ok bool, err error)
+}
+
+// Endpoint returns the host:port the host dials to reach TCP port inside
+// inst: the published port when the instance publishes it, else
+// Address:port. It fails when the instance has no address.
+func Endpoint(ctx context.Context, inst Instance, port int) (string, error) {
+	if p, ok := inst.(Publisher); ok {
+		hp, ok, err := p.Published(ctx, port)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return hp, nil
+		}
+	}
+	a, err := inst.Address(ctx)
+	if err != nil {
+		return "", err
+	}
+	if a == "" {
+		return "", fmt.Errorf("instance %s has no address (network=none)", inst.ID())
+	}
+	return net.JoinHostPort(a, strconv.Itoa(port)), nil
+}
+
 // ErrUnsupported marks an option a platform cannot honour.
 var ErrUnsupported = errors.New("not supported by this platform")
 
@@ -156,10 +197,10 @@ func ParseOptions(s string, allowedExtra ...string) (Options, error) {
 			o.Base.Memory = n
 		case "network":
 			switch v {
-			case NetBridge, NetHost, NetNone:
+			case NetBridge, NetHost, NetNone, NetNAT:
 				o.Base.Network = v
 			default:
-				return Options{}, fmt.Errorf("%s: network=%q must be bridge, host or none", sp.Name, v)
+				return Options{}, fmt.Errorf("%s: network=%q must be bridge, nat, host or none", sp.Name, v)
 			}
 		case "storage":
 			switch v {

@@ -47,6 +47,10 @@ type Opts struct {
 	// NoNetworks lists network modes (platform.NetBridge, NetHost, NetNone)
 	// the platform does not offer; their checks are skipped.
 	NoNetworks []string
+	// NAT says the platform offers network=nat (ports published on the
+	// host). Without it, creating a nat instance must fail with
+	// platform.ErrUnsupported.
+	NAT bool
 	// NoStorage lists storage modes (platform.StorageVolume...) not offered.
 	NoStorage []string
 	// Limits checks inside inst that the CPU quota (cores) and memory limit
@@ -594,6 +598,44 @@ func (s *suite) testNetwork(t *testing.T) {
 		l.Close()
 		s.serveAndFetch(t, ctx, inst, addr, port)
 	})
+	t.Run("nat", func(t *testing.T) {
+		sp := s.spec()
+		sp.Network = platform.NetNAT
+		port := 8080
+		sp.Ports = []int{port}
+		if !s.opts.NAT {
+			ctx := s.ctx(t)
+			inst, err := s.p.Create(ctx, sp)
+			if err == nil {
+				inst.Close(ctx)
+				t.Fatal("network=nat was accepted by a platform that says it does not offer it")
+			}
+			if !errors.Is(err, platform.ErrUnsupported) {
+				t.Errorf("network=nat refused with %v, want an error wrapping platform.ErrUnsupported", err)
+			}
+			return
+		}
+		inst := s.create(t, sp)
+		ctx := s.ctx(t)
+		if got := inst.Facts(ctx)["network"]; got != platform.NetNAT {
+			t.Errorf("Facts network = %q, want nat", got)
+		}
+		ep, err := platform.Endpoint(ctx, inst, port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, _, err := net.SplitHostPort(ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			t.Fatalf("published endpoint %q is not on loopback", ep)
+		}
+		if ep == net.JoinHostPort(host, strconv.Itoa(port)) {
+			t.Logf("published port %s is the instance's own port number", ep)
+		}
+		s.serveAndFetchAt(t, ctx, inst, ep, port)
+	})
 	t.Run("none", func(t *testing.T) {
 		if !s.offersNetwork(platform.NetNone) {
 			t.Skip("platform does not offer network=none")
@@ -616,11 +658,17 @@ func (s *suite) testNetwork(t *testing.T) {
 // from the host through addr.
 func (s *suite) serveAndFetch(t *testing.T, ctx context.Context, inst platform.Instance, addr string, port int) {
 	t.Helper()
+	s.serveAndFetchAt(t, ctx, inst, net.JoinHostPort(addr, strconv.Itoa(port)), port)
+}
+
+// serveAndFetchAt starts busybox httpd in inst on port and fetches a token
+// from the host at target (host:port).
+func (s *suite) serveAndFetchAt(t *testing.T, ctx context.Context, inst platform.Instance, target string, port int) {
+	t.Helper()
 	token := "conformance-" + randomHex(8)
 	dir := "/tmp/www-" + s.tag
 	// busybox httpd daemonizes unless -f: the exec returns once it listens
 	mustRun(t, ctx, inst, "sh", "-c", fmt.Sprintf("mkdir -p %s && echo %s > %s/index.html && httpd -p %d -h %s", dir, token, dir, port, dir))
-	target := net.JoinHostPort(addr, strconv.Itoa(port))
 	var lastErr error
 	for ctx.Err() == nil {
 		body, err := httpGet(ctx, target)

@@ -3,20 +3,25 @@
 // standard library only. Images are never pulled: the profile's root file
 // system (internal/image) is imported as isobench/<profile>:<digest>.
 //
-// Options: the common cpus, memory, network (bridge, host, none) and
+// Options: the common cpus, memory, network (bridge, nat, host, none) and
 // storage (rootfs: the container's overlay; volume: a host directory
 // bind-mounted at platform.ScratchDir), plus runtime (an OCI runtime
 // registered with dockerd, e.g. runc or runsc) and image (profile,
-// default minimal).
+// default minimal). network=nat is Docker's bridge with the spec's ports
+// published on 127.0.0.1 (docker run -p 127.0.0.1::PORT): the host reaches
+// them through dockerd's NAT, which is docker-proxy unless dockerd runs with
+// --userland-proxy=false; the instance's facts say which.
 package docker
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,7 +41,7 @@ import (
 var Factory = platform.Factory{
 	Name: "docker",
 	Help: "Docker Engine containers (API over the unix socket; DOCKER_HOST=unix://PATH honoured). " +
-		"Options: cpus, memory, network=bridge|host|none, storage=rootfs|volume, runtime=NAME (e.g. runc, runsc), image=PROFILE",
+		"Options: cpus, memory, network=bridge|nat|host|none, storage=rootfs|volume, runtime=NAME (e.g. runc, runsc), image=PROFILE",
 	Extra: []string{"runtime", "image"},
 	New:   New,
 }
@@ -216,7 +221,14 @@ type containerConfig struct {
 	Labels       map[string]string
 	AttachStdout bool
 	AttachStderr bool
+	ExposedPorts map[string]struct{} `json:"ExposedPorts,omitempty"`
 	HostConfig   hostConfig
+}
+
+// portBinding is where Docker publishes a container port on the host.
+type portBinding struct {
+	HostIP   string `json:"HostIp"`
+	HostPort string `json:"HostPort"`
 }
 
 type hostConfig struct {
@@ -226,6 +238,8 @@ type hostConfig struct {
 	NetworkMode string   `json:"NetworkMode"`
 	Binds       []string `json:"Binds,omitempty"`
 	Runtime     string   `json:"Runtime,omitempty"`
+
+	PortBindings map[string][]portBinding `json:"PortBindings,omitempty"`
 }
 
 // agentArgv replaces the agent placeholder in argv[0].
@@ -237,17 +251,18 @@ func agentArgv(argv []string) []string {
 	return out
 }
 
-// networkMode maps the spec's network to Docker's NetworkMode.
+// networkMode maps the spec's network to Docker's NetworkMode (nat is the
+// bridge with the spec's ports published).
 func networkMode(n string) (string, error) {
 	switch n {
-	case platform.NetDefault, platform.NetBridge:
+	case platform.NetDefault, platform.NetBridge, platform.NetNAT:
 		return "bridge", nil
 	case platform.NetHost:
 		return "host", nil
 	case platform.NetNone:
 		return "none", nil
 	}
-	return "", fmt.Errorf("docker: network %q must be bridge, host or none", n)
+	return "", fmt.Errorf("docker: network %q must be bridge, nat, host or none", n)
 }
 
 // containerName makes a valid, prefixed container name.
@@ -310,6 +325,19 @@ func createConfig(s platform.Spec, ref, runtime, volDir string) (containerConfig
 	}
 	if volDir != "" {
 		cc.HostConfig.Binds = []string{volDir + ":" + platform.ScratchDir}
+	}
+	if s.Network == platform.NetNAT {
+		// published on the host's loopback only, on a port Docker picks
+		cc.ExposedPorts = map[string]struct{}{}
+		cc.HostConfig.PortBindings = map[string][]portBinding{}
+		for _, port := range s.Ports {
+			if port < 1 || port > 65535 {
+				return containerConfig{}, fmt.Errorf("docker: port %d out of range", port)
+			}
+			k := strconv.Itoa(port) + "/tcp"
+			cc.ExposedPorts[k] = struct{}{}
+			cc.HostConfig.PortBindings[k] = []portBinding{{HostIP: "127.0.0.1"}}
+		}
 	}
 	return cc, nil
 }
@@ -597,6 +625,7 @@ type containerInspect struct {
 	NetworkSettings struct {
 		IPAddress string
 		Networks  map[string]struct{ IPAddress string }
+		Ports     map[string][]portBinding
 	}
 }
 
@@ -636,6 +665,59 @@ func (in *Instance) Address(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("docker: container %s has no IP address (is it running?)", in.name)
 }
 
+// natPath says how connections to a published loopback port reach the
+// container: through a docker-proxy process (dockerd's userland-proxy, the
+// default), or through the kernel's DNAT rules alone. It looks for a
+// docker-proxy serving this container on the host's /proc, so it is only
+// meaningful for a local engine.
+func natPath(ci containerInspect) string {
+	ips := map[string]bool{ci.NetworkSettings.IPAddress: true}
+	for _, n := range ci.NetworkSettings.Networks {
+		ips[n.IPAddress] = true
+	}
+	delete(ips, "")
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte("docker-proxy")) {
+			continue
+		}
+		args := strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "-container-ip" && ips[args[i+1]] {
+				return "docker-proxy"
+			}
+		}
+	}
+	return "kernel-dnat"
+}
+
+// Published implements platform.Publisher: with network=nat, the loopback
+// address and port Docker published the container's TCP port on.
+func (in *Instance) Published(ctx context.Context, port int) (string, bool, error) {
+	if in.network != platform.NetNAT {
+		return "", false, nil
+	}
+	ci, err := in.inspect(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	for _, b := range ci.NetworkSettings.Ports[strconv.Itoa(port)+"/tcp"] {
+		if b.HostPort == "" {
+			continue
+		}
+		ip := b.HostIP
+		if ip == "" || ip == "0.0.0.0" {
+			ip = "127.0.0.1"
+		}
+		if ip != "127.0.0.1" {
+			return "", false, fmt.Errorf("docker: %s publishes port %d on %s, not on loopback", in.name, port, ip)
+		}
+		return net.JoinHostPort(ip, b.HostPort), true, nil
+	}
+	return "", false, nil
+}
+
 // Facts implements platform.Instance.
 func (in *Instance) Facts(ctx context.Context) map[string]string {
 	f := map[string]string{
@@ -653,6 +735,19 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	f["memory_limit"] = strconv.FormatInt(ci.HostConfig.Memory, 10)
 	f["memory_swap_limit"] = strconv.FormatInt(ci.HostConfig.MemorySwap, 10)
 	f["network_mode"] = ci.HostConfig.NetworkMode
+	if in.network == platform.NetNAT {
+		var ports []string
+		for k, bs := range ci.NetworkSettings.Ports {
+			for _, b := range bs {
+				if b.HostPort != "" {
+					ports = append(ports, b.HostIP+":"+b.HostPort+"->"+k)
+				}
+			}
+		}
+		sort.Strings(ports)
+		f["published"] = strings.Join(ports, ",")
+		f["nat_path"] = natPath(ci)
+	}
 	f["runtime"] = ci.HostConfig.Runtime
 	return f
 }

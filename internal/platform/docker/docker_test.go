@@ -52,6 +52,7 @@ func TestConformance(t *testing.T) {
 		return p
 	}
 	conformance.Run(t, newPlatform, conformance.Opts{
+		NAT:       true,
 		Leftovers: func(ctx context.Context) ([]string, error) { return leftovers(ctx, p, state) },
 	})
 }
@@ -306,6 +307,27 @@ func TestCreateConfig(t *testing.T) {
 	}
 	if _, err := createConfig(platform.Spec{Network: "weird"}, "img", "", ""); err == nil {
 		t.Error("unknown network accepted")
+	}
+	if cc.ExposedPorts != nil || cc.HostConfig.PortBindings != nil {
+		t.Errorf("bridge publishes ports: %v %v", cc.ExposedPorts, cc.HostConfig.PortBindings)
+	}
+
+	// nat: the bridge, with the spec's ports published on loopback only
+	cc, err = createConfig(platform.Spec{Network: platform.NetNAT, Ports: []int{5201, 80}}, "img", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.HostConfig.NetworkMode != "bridge" || len(cc.ExposedPorts) != 2 || len(cc.HostConfig.PortBindings) != 2 {
+		t.Fatalf("nat config %+v %+v", cc.ExposedPorts, cc.HostConfig)
+	}
+	for _, k := range []string{"5201/tcp", "80/tcp"} {
+		b := cc.HostConfig.PortBindings[k]
+		if _, ok := cc.ExposedPorts[k]; !ok || len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != "" {
+			t.Errorf("port %s: exposed %v, bindings %+v; want 127.0.0.1 and a port docker picks", k, cc.ExposedPorts, b)
+		}
+	}
+	if _, err := createConfig(platform.Spec{Network: platform.NetNAT, Ports: []int{70000}}, "img", "", ""); err == nil {
+		t.Error("port 70000 accepted")
 	}
 }
 

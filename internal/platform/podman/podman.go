@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +45,7 @@ import (
 // Factory registers the podman platform.
 var Factory = platform.Factory{
 	Name:  "podman",
-	Help:  "rootful Podman containers via the podman CLI; image imported from the profile's rootfs; network=bridge (default, podman's own network), host or none; runtime=runc (default) or crun",
+	Help:  "rootful Podman containers via the podman CLI; image imported from the profile's rootfs; network=bridge (default, podman's own network), nat (bridge + ports published on 127.0.0.1), host or none; runtime=runc (default) or crun",
 	Extra: []string{"runtime"},
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, o, env)
@@ -296,14 +297,14 @@ func (p *Platform) RemoveImage(ctx context.Context, ref string) error {
 // networkArg maps a network mode to podman's --network value.
 func networkArg(n string) (string, error) {
 	switch n {
-	case platform.NetDefault, platform.NetBridge:
+	case platform.NetDefault, platform.NetBridge, platform.NetNAT:
 		return "bridge", nil
 	case platform.NetHost:
 		return "host", nil
 	case platform.NetNone:
 		return "none", nil
 	}
-	return "", fmt.Errorf("podman: network=%q is %w (use bridge, host or none)", n, platform.ErrUnsupported)
+	return "", fmt.Errorf("podman: network=%q is %w (use bridge, nat, host or none)", n, platform.ErrUnsupported)
 }
 
 func checkStorage(s string) error {
@@ -370,6 +371,15 @@ func (p *Platform) createArgs(s platform.Spec, name, ref, volDir, logPath string
 	}
 	if volDir != "" {
 		args = append(args, "--volume", volDir+":"+platform.ScratchDir)
+	}
+	if s.Network == platform.NetNAT {
+		for _, port := range s.Ports {
+			if port < 1 || port > 65535 {
+				return nil, fmt.Errorf("podman: port %d out of range", port)
+			}
+			// on the host's loopback only, on a port podman picks
+			args = append(args, "--publish", "127.0.0.1::"+strconv.Itoa(port))
+		}
 	}
 	args = append(args, ref)
 	return append(args, local.MainArgv(s)...), nil
@@ -612,6 +622,32 @@ func (in *Instance) Address(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("podman: container %s has no bridge address", in.name)
 	}
 	return in.addr, nil
+}
+
+// Published implements platform.Publisher: with network=nat, where podman
+// published the container's TCP port on the host's loopback.
+func (in *Instance) Published(ctx context.Context, port int) (string, bool, error) {
+	if in.spec.Network != platform.NetNAT {
+		return "", false, nil
+	}
+	out, err := podman(ctx, nil, "port", in.id, strconv.Itoa(port)+"/tcp")
+	if err != nil {
+		return "", false, fmt.Errorf("podman port %s %d: %w", in.name, port, err)
+	}
+	for _, l := range strings.Fields(out) {
+		host, p, err := net.SplitHostPort(l)
+		if err != nil || p == "" || p == "0" {
+			continue
+		}
+		if host == "" || host == "0.0.0.0" {
+			host = "127.0.0.1"
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			return "", false, fmt.Errorf("podman: %s publishes port %d on %s, not on loopback", in.name, port, host)
+		}
+		return net.JoinHostPort(host, p), true, nil
+	}
+	return "", false, nil
 }
 
 // Facts implements platform.Instance.

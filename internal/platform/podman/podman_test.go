@@ -50,6 +50,7 @@ func TestConformance(t *testing.T) {
 	agent := conformance.BuildAgent(t)
 	state := t.TempDir()
 	conformance.Run(t, func(t *testing.T) platform.Platform { return newTestPlatform(t, agent, state) }, conformance.Opts{
+		NAT:       true,
 		Leftovers: func(ctx context.Context) ([]string, error) { return Leftovers(ctx, state) },
 	})
 }

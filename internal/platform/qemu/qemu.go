@@ -169,6 +169,8 @@ func checkSpec(s platform.Spec) error {
 	case platform.NetDefault, platform.NetBridge, platform.NetNone:
 	case platform.NetHost:
 		return fmt.Errorf("qemu: network=host is %w (a VM has its own kernel and network stack; use bridge or none)", platform.ErrUnsupported)
+	case platform.NetNAT:
+		return fmt.Errorf("qemu: network=nat is %w (the host reaches the guest on the isobench bridge; use bridge)", platform.ErrUnsupported)
 	default:
 		return fmt.Errorf("qemu: network=%q must be bridge or none", s.Network)
 	}

@@ -243,6 +243,7 @@ func TestSpecChecks(t *testing.T) {
 	}{
 		{platform.Spec{CPUs: 1.5}, true, false},
 		{platform.Spec{Network: platform.NetHost}, true, false},
+		{platform.Spec{Network: platform.NetNAT}, true, false},
 		{platform.Spec{Network: "weird"}, false, true},
 		{platform.Spec{Storage: "weird"}, false, true},
 		{platform.Spec{Memory: 1 << 20}, false, true},

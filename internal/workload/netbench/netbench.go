@@ -289,9 +289,10 @@ type run struct {
 	insts []platform.Instance
 }
 
-func (r *run) create(ctx context.Context, role string) (platform.Instance, error) {
+func (r *run) create(ctx context.Context, role string, ports ...int) (platform.Instance, error) {
 	s := r.env.Base
 	s.Name = r.env.NewName()
+	s.Ports = ports
 	in, err := r.env.Platform.Create(ctx, s)
 	if err != nil {
 		return nil, fmt.Errorf("netbench: create %s instance: %w", role, err)
@@ -370,16 +371,33 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		tags["network"] = clients[0].Facts(ctx)["network"]
 	}
 
-	var serverAddr string
+	// serverAddr is where instances reach the server; hostServerAddr is
+	// where the host does (a published port with network=nat)
+	var serverAddr, hostServerAddr string
 	var stopServer func(context.Context) error
 	if r.p.Str("server") == OnInstance {
-		srv, err := r.create(ctx, "server")
+		srv, err := r.create(ctx, "server", port)
 		if err != nil {
 			return nil, err
 		}
-		tags["network"] = srv.Facts(ctx)["network"]
+		facts := srv.Facts(ctx)
+		tags["network"] = facts["network"]
+		if np := facts["nat_path"]; np != "" {
+			tags["nat_path"] = np
+		}
 		addr, err := address(ctx, srv, "server")
 		if err != nil {
+			return nil, err
+		}
+		// the host dials the published port where the engine publishes
+		// one (network=nat), else the instance's address
+		hostDial, err := platform.Endpoint(ctx, srv, port)
+		if err != nil {
+			return nil, fmt.Errorf("netbench: server instance endpoint: %w", err)
+		}
+		if h, _, err := net.SplitHostPort(hostDial); err != nil {
+			return nil, fmt.Errorf("netbench: server endpoint %q: %w", hostDial, err)
+		} else if err := checkAddr(h); err != nil {
 			return nil, err
 		}
 		params := spec.Canonical(map[string]string{"bind": addr, "port": strconv.Itoa(port), "timeout": (timeout(r.p) + time.Minute).String(), "watch-stdin": "true"})
@@ -395,8 +413,9 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 			return nil, fmt.Errorf("netbench: server instance: %w", err)
 		}
 		serverAddr = net.JoinHostPort(addr, strconv.Itoa(port))
+		hostServerAddr = hostDial
 		stopServer = func(ctx context.Context) error {
-			if err := sendStop(ctx, serverAddr); err != nil {
+			if err := sendStop(ctx, hostDial); err != nil {
 				sess.Abort()
 				return err
 			}
@@ -433,6 +452,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		go func() { served <- s.Serve(sctx) }()
 		defer scancel()
 		serverAddr = ln.Addr().String()
+		hostServerAddr = serverAddr
 		stopServer = func(context.Context) error {
 			s.stop()
 			return <-served
@@ -441,7 +461,15 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	if tags["network"] == "" {
 		tags["network"] = "unknown"
 	}
-	host, portStr, _ := net.SplitHostPort(serverAddr)
+	dial := serverAddr
+	if r.p.Str("client") == OnHost {
+		dial = hostServerAddr
+	}
+	tags["path"] = "direct"
+	if dial != serverAddr {
+		tags["path"] = "published-port"
+	}
+	host, portStr, _ := net.SplitHostPort(dial)
 	cp := clientParams(r.mode, r.p, host, atoi(portStr))
 
 	var results []workload.InstanceResult

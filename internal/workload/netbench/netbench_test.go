@@ -244,6 +244,15 @@ type trackedInstance struct {
 	p    *tracked
 }
 
+// Published forwards to the wrapped instance (an embedded interface does
+// not carry its optional methods).
+func (in *trackedInstance) Published(ctx context.Context, port int) (string, bool, error) {
+	if p, ok := in.Instance.(platform.Publisher); ok {
+		return p.Published(ctx, port)
+	}
+	return "", false, nil
+}
+
 func (in *trackedInstance) Close(ctx context.Context) error {
 	err := in.Instance.Close(ctx)
 	in.p.mu.Lock()
@@ -297,6 +306,18 @@ func runAll(t *testing.T, env workload.HostEnv, server, client, wantNetwork stri
 				checkMetrics(t, mode, r.Metrics)
 				if r.Tags["network"] != wantNetwork || r.Tags["server"] != server || r.Tags["client"] != client {
 					t.Errorf("tags %v, want network=%s server=%s client=%s", r.Tags, wantNetwork, server, client)
+				}
+				// only the host reaching a nat server goes through the
+				// published port; instances reach it on the bridge
+				wantPath := "direct"
+				if wantNetwork == platform.NetNAT && server == OnInstance && client == OnHost {
+					wantPath = "published-port"
+					if r.Tags["nat_path"] == "" {
+						t.Errorf("tags %v: no nat_path", r.Tags)
+					}
+				}
+				if r.Tags["path"] != wantPath {
+					t.Errorf("tags %v, want path=%s", r.Tags, wantPath)
 				}
 				t.Logf("client %d: %v", i, r.Metrics)
 			}
@@ -365,7 +386,7 @@ func TestDocker(t *testing.T) {
 	}
 	tp := track(dp)
 	label := fmt.Sprintf("%d", time.Now().UnixNano())
-	for _, network := range []string{platform.NetBridge, platform.NetHost} {
+	for _, network := range []string{platform.NetBridge, platform.NetNAT, platform.NetHost} {
 		runMatrix(t, tp, network, network, label)
 	}
 	tp.check(t)
