@@ -6,7 +6,10 @@
 #     sending) and tcp-rr vs sockperf ping-pong (100-byte messages, TCP),
 #     on loopback (isobench: native, server in a native instance, client on
 #     the host; reference: both on 127.0.0.1) and across the docker bridge
-#     (server in a container, client on the host, for both);
+#     (server in a container, client on the host, for both); each with
+#     both ends pinned to different CPUs (split), to one CPU (same), and
+#     unpinned (none) -- isobench with client-cpu/server-cpu, the tools
+#     with taskset and docker --cpuset-cpus;
 #   - startup on docker vs hyperfine timing
 #     `docker run --rm isobench/minimal:<tag> /usr/local/bin/isobench agent hello`,
 #     and isobench's own overhead: its native startup (fork/exec of the
@@ -17,6 +20,7 @@
 #   bench/fidelity-net.sh [ROUNDS]     (default 3; as root, dockerd running)
 #   DURATION=5 STREAMS=1 bench/fidelity-net.sh
 #   STARTUP=0 bench/fidelity-net.sh    (network comparisons only)
+#   PINS="split" bench/fidelity-net.sh  (pinning modes: split same none)
 #
 # Only loopback and the docker bridge are used; nothing leaves the host.
 set -euo pipefail
@@ -25,6 +29,8 @@ rounds=${1:-3}
 dur=${DURATION:-5}
 streams=${STREAMS:-1}
 startup=${STARTUP:-1}
+pins=${PINS:-split same none}
+for m in $pins; do case $m in split|same|none) ;; *) echo "PINS: $m is not split, same or none" >&2; exit 2 ;; esac; done
 
 need=()
 for t in iperf3 sockperf hyperfine python3 sqlite3; do command -v "$t" >/dev/null || need+=("$t"); done
@@ -62,32 +68,56 @@ echo "images: $tools_ref $minimal_ref" >&2
 
 container_ip() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
 
-# Reference servers: on loopback, and in a container on the bridge.
-iperf3 -s -B 127.0.0.1 -p 15201 >/dev/null 2>&1 & pids+=($!)
-sockperf sr --tcp -i 127.0.0.1 -p 15202 >/dev/null 2>&1 & pids+=($!)
-c_iperf=$(docker run -d --label isobench=1 --label "$label" "$tools_ref" iperf3 -s -p 5201)
-c_sock=$(docker run -d --label isobench=1 --label "$label" "$tools_ref" sockperf sr --tcp -p 11111)
-ip_iperf=$(container_ip "$c_iperf")
-ip_sock=$(container_ip "$c_sock")
-case "$ip_iperf$ip_sock" in 172.*|10.*|192.168.*) ;; *) echo "unexpected container addresses $ip_iperf $ip_sock" >&2; exit 1 ;; esac
+# Pinning modes: where the client (C) and the server (S) run. On a VM,
+# waking a halted vCPU dominates a round trip, so unpinned results depend
+# on where the scheduler happened to put each thread: compare like with
+# like. split: C on cpu 0, S on cpu 1; same: both on cpu 0; none: no
+# pinning (shown, but the two programs' regimes may differ).
+pin_c() { case $1 in split|same) echo 0 ;; *) echo -1 ;; esac; }
+pin_s() { case $1 in split) echo 1 ;; same) echo 0 ;; *) echo -1 ;; esac; }
+on_cpu() { # CPU CMD...: run CMD on CPU, or unpinned for -1
+  local c=$1; shift
+  if [ "$c" -ge 0 ]; then taskset -c "$c" "$@"; else "$@"; fi
+}
+cpuset() { [ "$1" -ge 0 ] && echo "--cpuset-cpus=$1"; true; }
+
+# Reference servers, per pinning mode: on loopback, and in a container on
+# the bridge.
+declare -A ip_iperf ip_sock port_lo_iperf port_lo_sock
+i=0
+for m in $pins; do
+  s=$(pin_s "$m")
+  port_lo_iperf[$m]=$((15201 + 2 * i)); port_lo_sock[$m]=$((15202 + 2 * i)); i=$((i + 1))
+  on_cpu "$s" iperf3 -s -B 127.0.0.1 -p "${port_lo_iperf[$m]}" >/dev/null 2>&1 & pids+=($!)
+  on_cpu "$s" sockperf sr --tcp -i 127.0.0.1 -p "${port_lo_sock[$m]}" >/dev/null 2>&1 & pids+=($!)
+  c=$(docker run -d --label isobench=1 --label "$label" $(cpuset "$s") "$tools_ref" iperf3 -s -p 5201)
+  ip_iperf[$m]=$(container_ip "$c")
+  c=$(docker run -d --label isobench=1 --label "$label" $(cpuset "$s") "$tools_ref" sockperf sr --tcp -p 11111)
+  ip_sock[$m]=$(container_ip "$c")
+  case "${ip_iperf[$m]}${ip_sock[$m]}" in 172.*|10.*|192.168.*) ;; *) echo "unexpected container addresses ${ip_iperf[$m]} ${ip_sock[$m]}" >&2; exit 1 ;; esac
+done
 sleep 1
 
-iperf_run() { # ADDR PORT OUT
-  iperf3 -c "$1" -p "$2" -P "$streams" -t "$dur" -l 128K -J > "$3"
+iperf_run() { # CPU ADDR PORT OUT
+  on_cpu "$1" iperf3 -c "$2" -p "$3" -P "$streams" -t "$dur" -l 128K -J > "$4"
 }
-sock_run() { # ADDR PORT OUT
-  sockperf pp --tcp -i "$1" -p "$2" -m 100 -t "$dur" > "$3" 2>&1
+sock_run() { # CPU ADDR PORT OUT
+  on_cpu "$1" sockperf pp --tcp -i "$2" -p "$3" -m 100 -t "$dur" > "$4" 2>&1
 }
 
 for r in $(seq 1 "$rounds"); do
   echo "round $r/$rounds" >&2
-  $bin run --quiet --state-dir "$state" --platform native --platform docker \
-    --workload "tcp-stream:duration=${dur}s,streams=$streams" --workload "tcp-rr:duration=${dur}s,streams=1" \
-    --reps 1 --db "$db" >/dev/null
-  iperf_run 127.0.0.1 15201 "$work/iperf-lo-$r.json"
-  iperf_run "$ip_iperf" 5201 "$work/iperf-br-$r.json"
-  sock_run 127.0.0.1 15202 "$work/sock-lo-$r.txt"
-  sock_run "$ip_sock" 11111 "$work/sock-br-$r.txt"
+  for m in $pins; do
+    c=$(pin_c "$m"); s=$(pin_s "$m")
+    pin="client-cpu=$c,server-cpu=$s"
+    $bin run --quiet --state-dir "$state" --platform native --platform docker \
+      --workload "tcp-stream:duration=${dur}s,streams=$streams,$pin" --workload "tcp-rr:duration=${dur}s,streams=1,$pin" \
+      --reps 1 --db "$db" >/dev/null
+    iperf_run "$c" 127.0.0.1 "${port_lo_iperf[$m]}" "$work/iperf-lo-$m-$r.json"
+    iperf_run "$c" "${ip_iperf[$m]}" 5201 "$work/iperf-br-$m-$r.json"
+    sock_run "$c" 127.0.0.1 "${port_lo_sock[$m]}" "$work/sock-lo-$m-$r.txt"
+    sock_run "$c" "${ip_sock[$m]}" 11111 "$work/sock-br-$m-$r.txt"
+  done
   [ "$startup" = 1 ] || continue
   # startup: isobench (docker, and native for its own floor), then hyperfine
   $bin run --quiet --state-dir "$state" --platform native --platform docker --workload startup --reps 5 --db "$db" >/dev/null
@@ -98,13 +128,21 @@ for r in $(seq 1 "$rounds"); do
 done
 
 $bin results --db "$db" --format jsonl > "$work/samples.jsonl"
-python3 - "$work" "$rounds" "$startup" <<'PY'
+python3 - "$work" "$rounds" "$startup" "$pins" <<'PY'
 import json, re, statistics, sys
-work, rounds, startup = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+work, rounds, startup, pins = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4].split()
 samples = [json.loads(l) for l in open(f"{work}/samples.jsonl")]
-def ours(platform, workload, metric):
+PIN = {"split": ("0", "1"), "same": ("0", "0"), "none": ("-1", "-1")}
+def params(s):
+    return dict(kv.split("=", 1) for kv in s["params"].split(",") if "=" in kv)
+def ours(platform, workload, metric, pin=None):
+    def match(s):
+        if pin is None:
+            return True
+        p = params(s)
+        return (p.get("client-cpu", "-1"), p.get("server-cpu", "-1")) == PIN[pin]
     v = [s["value"] for s in samples if s["platform"] == platform and s["workload"] == workload
-         and s["instance"] == 0 and s["metric"] == metric and not s.get("warmup")]
+         and s["instance"] == 0 and s["metric"] == metric and not s.get("warmup") and match(s)]
     return statistics.median(v) if v else None
 def med(v):
     v = [x for x in v if x is not None]
@@ -134,13 +172,16 @@ def hf(kind):
 # (comparison, where, isobench, reference, target): target is the bound on
 # isobench/reference, ">=0.90" for rates, "<=1.10" for latencies.
 rows = []
-for plat, kind, where in (("native", "lo", "loopback"), ("docker", "br", "docker bridge")):
-    rows.append(("tcp-stream Gbit/s vs iperf3", where, ours(plat, "tcp-stream", "throughput"), iperf(kind), ">=0.90"))
-    rate, avg, p50, p99 = sock(kind)
-    rows.append(("tcp-rr transactions/s vs sockperf", where, ours(plat, "tcp-rr", "transactions_per_sec"), rate, ">=0.90"))
-    rows.append(("tcp-rr RTT avg us vs sockperf", where, ours(plat, "tcp-rr", "latency_avg"), avg, "<=1.10"))
-    rows.append(("tcp-rr RTT p50 us vs sockperf", where, ours(plat, "tcp-rr", "latency_p50"), p50, "<=1.10"))
-    rows.append(("tcp-rr RTT p99 us vs sockperf", where, ours(plat, "tcp-rr", "latency_p99"), p99, "<=1.10"))
+for pin in pins:
+    for plat, kind, where in (("native", "lo", "loopback"), ("docker", "br", "docker bridge")):
+        where = f"{where}, {pin}"
+        k = f"{kind}-{pin}"
+        rows.append(("tcp-stream Gbit/s vs iperf3", where, ours(plat, "tcp-stream", "throughput", pin), iperf(k), ">=0.90"))
+        rate, avg, p50, p99 = sock(k)
+        rows.append(("tcp-rr transactions/s vs sockperf", where, ours(plat, "tcp-rr", "transactions_per_sec", pin), rate, ">=0.90"))
+        rows.append(("tcp-rr RTT avg us vs sockperf", where, ours(plat, "tcp-rr", "latency_avg", pin), avg, "<=1.10"))
+        rows.append(("tcp-rr RTT p50 us vs sockperf", where, ours(plat, "tcp-rr", "latency_p50", pin), p50, "<=1.10"))
+        rows.append(("tcp-rr RTT p99 us vs sockperf", where, ours(plat, "tcp-rr", "latency_p99", pin), p99, "<=1.10"))
 d_total = hf_docker = n_hello = hf_native = None
 if startup:
     d_exit, d_rm = ours("docker", "startup", "exit_ms"), ours("docker", "startup", "remove_ms")
@@ -156,13 +197,13 @@ def verdict(ratio, target):
     bound = float(target[2:])
     return "ok" if (ratio >= bound if target[0] == ">" else ratio <= bound) else "MISS"
 print(f"medians of {rounds} round(s)")
-print(f"{'comparison':46} {'where':14} {'isobench':>11} {'reference':>11} {'ratio':>7} {'target':>7}")
+print(f"{'comparison':46} {'where':21} {'isobench':>11} {'reference':>11} {'ratio':>7} {'target':>7}")
 for label, where, a, b, target in rows:
     ratio = a / b if a and b else None
     fr = f"{ratio:.3f}" if ratio is not None else "-"
     fa = f"{a:.2f}" if a is not None else "-"
     fb = f"{b:.2f}" if b is not None else "-"
-    print(f"{label:46} {where:14} {fa:>11} {fb:>11} {fr:>7} {target:>7} {verdict(ratio, target)}".rstrip())
+    print(f"{label:46} {where:21} {fa:>11} {fb:>11} {fr:>7} {target:>7} {verdict(ratio, target)}".rstrip())
 if n_hello is not None and hf_native is not None:
     print(f"\nisobench's own startup overhead (native startup_ms - direct exec of the agent): {n_hello - hf_native:+.2f} ms")
 if d_total is not None and hf_docker is not None:

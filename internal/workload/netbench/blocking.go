@@ -59,21 +59,53 @@ func withBlocking(c net.Conn, fn func(fd int) error) error {
 	if !ok {
 		return fmt.Errorf("netbench: %T is not a TCP connection", c)
 	}
-	rc, err := tc.SyscallConn()
+	fd, err := blockingDup(tc)
 	if err != nil {
-		return fmt.Errorf("netbench: %w", err)
+		return err
+	}
+	defer syscall.Close(fd)
+	c.Close() // drops the epoll registration; fd keeps the socket open
+	return fn(fd)
+}
+
+// blockingListener duplicates ln's socket out of the netpoller, in
+// blocking mode. ln stays open; the caller closes the returned fd, and
+// wakes threads blocked in accept(2) on it with shutdown(2).
+func blockingListener(ln net.Listener) (int, error) {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		return -1, fmt.Errorf("netbench: %T is not a TCP listener", ln)
+	}
+	return blockingDup(tl)
+}
+
+// blockingDup duplicates sc's socket and puts the duplicate in blocking
+// mode with timeouts of one tick (the mode is the socket's, shared with
+// sc's descriptor: the caller stops using sc).
+func blockingDup(sc syscall.Conn) (int, error) {
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1, fmt.Errorf("netbench: %w", err)
 	}
 	fd := -1
 	var derr error
 	if err := rc.Control(func(ufd uintptr) { fd, derr = syscall.Dup(int(ufd)) }); err != nil {
-		return fmt.Errorf("netbench: %w", err)
+		return -1, fmt.Errorf("netbench: %w", err)
 	}
 	if derr != nil {
-		return fmt.Errorf("netbench: dup: %w", derr)
+		return -1, fmt.Errorf("netbench: dup: %w", derr)
 	}
 	syscall.CloseOnExec(fd)
-	defer syscall.Close(fd)
-	c.Close() // drops the epoll registration; fd keeps the socket open
+	if err := blockingFD(fd); err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// blockingFD puts a socket in blocking mode with send and receive
+// timeouts of one tick.
+func blockingFD(fd int) error {
 	tv := syscall.NsecToTimeval(int64(tick))
 	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
 		return fmt.Errorf("netbench: SO_RCVTIMEO: %w", err)
@@ -84,7 +116,7 @@ func withBlocking(c net.Conn, fn func(fd int) error) error {
 	if err := syscall.SetNonblock(fd, false); err != nil {
 		return fmt.Errorf("netbench: blocking mode: %w", err)
 	}
-	return fn(fd)
+	return nil
 }
 
 // readFull reads len(b) bytes from a blocking fd. check is called whenever

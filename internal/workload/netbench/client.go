@@ -35,6 +35,7 @@ type clientConfig struct {
 	resp      int // rr/crr response size
 	duration  time.Duration
 	dialLimit time.Duration // bound on one connect
+	cpu       int           // pin the streams' threads here; noCPU: don't
 }
 
 // client is a client whose untimed setup (connecting) is done.
@@ -89,6 +90,10 @@ func (c *client) run(ctx context.Context) (result, error) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
+			if err := pinThread(c.cfg.cpu); err != nil {
+				errs[i] = err
+				return
+			}
 			var conn net.Conn
 			if i < len(c.conns) {
 				conn = c.conns[i]

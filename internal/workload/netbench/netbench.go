@@ -52,6 +52,8 @@ func placementParams() []workload.Param {
 		{Name: "streams", Kind: workload.Int, Default: "1", Min: 1, Max: 1024, Help: "connections per client"},
 		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 0.1, Max: 86400, Help: "how long the clients run"},
 		{Name: "port", Kind: workload.Int, Default: "0", Min: 0, Max: 65535, Help: "server port; 0 picks a free one"},
+		{Name: "client-cpu", Kind: workload.Int, Default: "-1", Min: -1, Max: 4095, Help: "pin the client threads to this CPU (netperf -T); -1: the scheduler decides"},
+		{Name: "server-cpu", Kind: workload.Int, Default: "-1", Min: -1, Max: 4095, Help: "pin the server threads to this CPU; -1: the scheduler decides"},
 	}
 }
 
@@ -120,6 +122,7 @@ var Server = workload.Def{
 		{Name: "port", Kind: workload.Int, Default: "5201", Min: 1, Max: 65535, Help: "port to listen on"},
 		{Name: "timeout", Kind: workload.Duration, Default: "1h", Min: 1, Max: 86400, Help: "stop serving after this long even without a stop"},
 		{Name: "watch-stdin", Kind: workload.Bool, Default: "false", Help: "also stop when the agent's standard input closes (the host went away); only for an agent in its own process"},
+		{Name: "cpu", Kind: workload.Int, Default: "-1", Min: -1, Max: 4095, Help: "pin the serving threads to this CPU; -1: no pinning"},
 	},
 	Agent: serveAgent,
 }
@@ -139,6 +142,7 @@ var Client = workload.Def{
 		{Name: "req-size", Kind: workload.Size, Default: "100", Min: 1, Max: maxMsg, Help: "rr/crr request bytes"},
 		{Name: "resp-size", Kind: workload.Size, Default: "100", Min: 1, Max: maxMsg, Help: "rr/crr response bytes"},
 		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 0.1, Max: 86400, Help: "how long to run"},
+		{Name: "cpu", Kind: workload.Int, Default: "-1", Min: -1, Max: 4095, Help: "pin the client threads to this CPU; -1: no pinning"},
 	},
 	Agent: clientAgent,
 }
@@ -150,6 +154,7 @@ func serveAgent(ctx context.Context, p workload.Params, ready workload.Barrier) 
 		return nil, fmt.Errorf("netbench server: %w", err)
 	}
 	s := newServer(ln)
+	s.cpu = p.Int("cpu")
 	defer s.stop()
 	if err := ready(); err != nil {
 		return nil, err
@@ -183,6 +188,7 @@ func configFrom(p workload.Params) clientConfig {
 		resp:      int(p.Size("resp-size")),
 		duration:  p.Duration("duration"),
 		dialLimit: 30 * time.Second,
+		cpu:       p.Int("cpu"),
 	}
 	if cfg.mode != ModeStream {
 		cfg.msg = int(p.Size("req-size"))
@@ -215,6 +221,7 @@ func clientParams(mode string, p workload.Params, addr string, port int) map[str
 		"mode":     mode,
 		"streams":  p.Str("streams"),
 		"duration": p.Str("duration"),
+		"cpu":      p.Str("client-cpu"),
 	}
 	if mode == ModeStream {
 		m["msg-size"] = p.Str("msg-size")
@@ -400,7 +407,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		} else if err := checkAddr(h); err != nil {
 			return nil, err
 		}
-		params := spec.Canonical(map[string]string{"bind": addr, "port": strconv.Itoa(port), "timeout": (timeout(r.p) + time.Minute).String(), "watch-stdin": "true"})
+		params := spec.Canonical(map[string]string{"bind": addr, "port": strconv.Itoa(port), "timeout": (timeout(r.p) + time.Minute).String(), "watch-stdin": "true", "cpu": r.p.Str("server-cpu")})
 		sess := agent.Start(ctx, srv, ServerName, params)
 		if err := sess.WaitReady(ctx); err != nil {
 			sess.Abort()
@@ -447,6 +454,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 			return nil, fmt.Errorf("netbench: host server: %w", err)
 		}
 		s := newServer(ln)
+		s.cpu = r.p.Int("server-cpu")
 		sctx, scancel := context.WithCancel(ctx)
 		served := make(chan error, 1)
 		go func() { served <- s.Serve(sctx) }()

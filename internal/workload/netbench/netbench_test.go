@@ -22,6 +22,8 @@ import (
 	"github.com/isobench/isobench/internal/platform/native"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/workload"
+
+	"golang.org/x/sys/unix"
 )
 
 var agentBin string // built once by TestMain
@@ -461,4 +463,101 @@ func TestDefsRegisterAndResolve(t *testing.T) {
 			t.Errorf("%s: the in-guest halves must be agent workloads with hidden names", d.Name)
 		}
 	}
+}
+
+func TestPinThread(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		if err := pinThread(0); err != nil {
+			done <- err
+			return
+		}
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			done <- err
+			return
+		}
+		if set.Count() != 1 || !set.IsSet(0) {
+			done <- fmt.Errorf("after pinning to cpu 0 the thread may run on %s", cpuList(set))
+			return
+		}
+		done <- nil
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- pinThread(4095) }()
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "cpu 4095") || !strings.Contains(err.Error(), "may use cpus 0") {
+		t.Errorf("pinning to cpu 4095: %v, want an error naming the cpus allowed", err)
+	}
+	if err := pinThread(noCPU); err != nil {
+		t.Errorf("no pinning: %v", err)
+	}
+	var s unix.CPUSet
+	s.Set(0)
+	s.Set(1)
+	s.Set(2)
+	s.Set(5)
+	if got := cpuList(s); got != "0-2,5" {
+		t.Errorf("cpuList = %q", got)
+	}
+}
+
+// TestPinnedLoopback runs every mode with both ends pinned to one CPU.
+func TestPinnedLoopback(t *testing.T) {
+	for _, def := range []workload.Def{TCPStream, TCPRR, TCPCRR} {
+		p, err := def.Resolve(map[string]string{"server": OnHost, "client": OnInstance, "duration": "300ms", "client-cpu": "0", "server-cpu": "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Int("client-cpu") != 0 || p.Int("server-cpu") != 0 {
+			t.Fatalf("%s: params %v", def.Name, p)
+		}
+		cp := clientParams(ModeRR, p, "127.0.0.1", 1)
+		if cp["cpu"] != "0" {
+			t.Errorf("client params %v carry no cpu", cp)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(ln)
+	s.cpu = 0
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(t.Context()) }()
+	for _, mode := range []string{ModeStream, ModeRR, ModeCRR} {
+		cfg := clientConfig{addr: ln.Addr().String(), mode: mode, streams: 2, msg: 100, resp: 100, duration: 200 * time.Millisecond, dialLimit: 5 * time.Second, cpu: 0}
+		cl, err := prepare(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := cl.run(t.Context())
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		ms, err := metrics(mode, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkMetrics(t, mode, ms)
+	}
+	if err := sendStop(t.Context(), ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	// a server pinned to a CPU it may not use says so from Serve
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := newServer(ln2)
+	s2.cpu = 4095
+	if err := s2.Serve(t.Context()); err == nil || !strings.Contains(err.Error(), "cpu 4095") {
+		t.Errorf("server pinned to cpu 4095: %v", err)
+	}
+	ln2.Close()
 }

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -72,6 +75,7 @@ func decodeHeader(b []byte) (header, error) {
 // client sends a stop header.
 type server struct {
 	ln    net.Listener
+	cpu   int          // pin the serving threads here; noCPU: don't
 	conns atomic.Int64 // connections served
 	bytes atomic.Int64 // payload bytes received and sent
 
@@ -82,7 +86,7 @@ type server struct {
 }
 
 func newServer(ln net.Listener) *server {
-	return &server{ln: ln, open: map[net.Conn]struct{}{}, stopped: make(chan struct{})}
+	return &server{ln: ln, cpu: noCPU, open: map[net.Conn]struct{}{}, stopped: make(chan struct{})}
 }
 
 // stop ends Serve.
@@ -90,8 +94,31 @@ func (s *server) stop() { s.once.Do(func() { close(s.stopped); s.ln.Close() }) }
 
 // Serve accepts connections until ctx ends or a stop header arrives, then
 // closes every open connection and returns.
+//
+// Like the request/response loops, the accept loop runs off Go's
+// netpoller (see blocking.go): a few workers block in accept(2) on a
+// duplicate of the listening socket, as a pre-forked server's processes
+// do, read each connection's header with plain system calls and serve
+// tcp-crr's single transaction inline, so a connection costs no epoll
+// registration and no hand-off between threads. rr connections get a
+// goroutine of their own on the blocking socket; stream connections go
+// back to a net.Conn.
 func (s *server) Serve(ctx context.Context) error {
 	defer context.AfterFunc(ctx, s.stop)()
+	lfd, err := blockingListener(s.ln)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(lfd)
+	// accept(2) ignores SO_RCVTIMEO here; shutting the listening socket
+	// down wakes every worker blocked in it (with EINVAL)
+	woken := make(chan struct{})
+	go func() {
+		defer close(woken)
+		<-s.stopped
+		syscall.Shutdown(lfd, syscall.SHUT_RDWR)
+	}()
+	defer func() { s.stop(); <-woken }()
 	var wg sync.WaitGroup
 	defer func() {
 		s.mu.Lock()
@@ -101,43 +128,89 @@ func (s *server) Serve(ctx context.Context) error {
 		}
 		s.mu.Unlock()
 		for _, c := range open {
-			go c.Close() // a blocking-mode handler holds Close up to a tick
+			go c.Close()
 		}
 		wg.Wait()
 	}()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			select {
-			case <-s.stopped:
-				return nil
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return fmt.Errorf("netbench server: accept: %w", err)
+	workers := max(runtime.GOMAXPROCS(0), 2)
+	errs := make(chan error, workers)
+	for range workers {
+		go func() { errs <- s.acceptLoop(lfd, &wg) }()
+	}
+	var first error
+	for range workers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			s.stop()
 		}
-		s.mu.Lock()
-		s.open[c] = struct{}{}
-		s.mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.handle(c)
-			c.Close()
-			s.mu.Lock()
-			delete(s.open, c)
-			s.mu.Unlock()
-		}()
+	}
+	return first
+}
+
+// isStopped reports whether stop was called.
+func (s *server) isStopped() bool {
+	select {
+	case <-s.stopped:
+		return true
+	default:
+		return false
 	}
 }
 
-func (s *server) handle(c net.Conn) {
-	noDelay(c)
+// check is the blocking loops' give-up test: stop was called.
+func (s *server) check() error {
+	if s.isStopped() {
+		return errGiveUp
+	}
+	return nil
+}
+
+// acceptLoop accepts connections on the blocking listener lfd until stop.
+func (s *server) acceptLoop(lfd int, wg *sync.WaitGroup) error {
+	if err := pinThread(s.cpu); err != nil {
+		return err
+	}
+	var y yielder
+	for {
+		y.maybe(time.Now())
+		fd, _, err := syscall.Accept4(lfd, syscall.SOCK_CLOEXEC)
+		switch {
+		case err == syscall.EAGAIN:
+			if s.isStopped() {
+				return nil
+			}
+			continue
+		case err == syscall.EINTR, err == syscall.ECONNABORTED:
+			continue
+		case err != nil:
+			if s.isStopped() {
+				return nil
+			}
+			return fmt.Errorf("netbench server: accept: %w", err)
+		}
+		if s.isStopped() {
+			syscall.Close(fd)
+			return nil
+		}
+		s.serveFD(fd, wg)
+	}
+}
+
+// serveFD reads a new connection's header and serves it; fd is closed
+// when the connection is done (or handed to a net.Conn).
+func (s *server) serveFD(fd int, wg *sync.WaitGroup) {
+	keep := false
+	defer func() {
+		if !keep {
+			syscall.Close(fd)
+		}
+	}()
+	if err := blockingFD(fd); err != nil {
+		return
+	}
+	syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1)
 	hb := make([]byte, headerSize)
-	if _, err := io.ReadFull(c, hb); err != nil {
+	if err := readFull(fd, hb, s.check); err != nil {
 		return
 	}
 	h, err := decodeHeader(hb)
@@ -147,8 +220,79 @@ func (s *server) handle(c net.Conn) {
 	s.conns.Add(1)
 	switch h.mode {
 	case modeStop:
-		c.Write([]byte{1})
+		writeFull(fd, []byte{1}, s.check)
 		s.stop()
+	case modeCRR:
+		// one transaction, then the server closes first, as netperf's
+		// TCP_CRR server does
+		if err := readFull(fd, make([]byte, h.msg), s.check); err != nil {
+			return
+		}
+		if err := writeFull(fd, make([]byte, h.resp), s.check); err != nil {
+			return
+		}
+		s.bytes.Add(int64(h.msg + h.resp))
+	case modeRR:
+		keep = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer syscall.Close(fd)
+			if pinThread(s.cpu) != nil { // the accept loop pinned: cannot fail here
+				return
+			}
+			s.bytes.Add(s.rr(fd, h))
+		}()
+	case modeUpload, modeDownload:
+		f := os.NewFile(uintptr(fd), "netbench")
+		keep = true // f owns fd now
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.open[c] = struct{}{}
+		s.mu.Unlock()
+		if s.isStopped() { // Serve may have swept the open set already
+			c.Close()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if pinThread(s.cpu) == nil {
+				s.stream(c, h)
+			}
+			c.Close()
+			s.mu.Lock()
+			delete(s.open, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// rr answers requests on a blocking fd until EOF or stop and returns the
+// payload bytes moved.
+func (s *server) rr(fd int, h header) int64 {
+	req := make([]byte, h.msg)
+	resp := make([]byte, h.resp)
+	var n int64
+	var y yielder
+	for {
+		y.maybe(time.Now())
+		if err := readFull(fd, req, s.check); err != nil {
+			return n
+		}
+		if err := writeFull(fd, resp, s.check); err != nil {
+			return n
+		}
+		n += int64(len(req) + len(resp))
+	}
+}
+
+// stream serves an upload or download connection.
+func (s *server) stream(c net.Conn, h header) {
+	switch h.mode {
 	case modeUpload:
 		buf := make([]byte, max(int(h.msg), 64<<10))
 		var n int64
@@ -174,43 +318,6 @@ func (s *server) handle(c net.Conn) {
 			}
 		}
 		s.bytes.Add(n)
-	case modeRR:
-		req := make([]byte, h.msg)
-		resp := make([]byte, h.resp)
-		check := func() error {
-			select {
-			case <-s.stopped:
-				return errGiveUp
-			default:
-				return nil
-			}
-		}
-		var n int64
-		withBlocking(c, func(fd int) error {
-			var y yielder
-			for {
-				y.maybe(time.Now())
-				if err := readFull(fd, req, check); err != nil {
-					return err
-				}
-				if err := writeFull(fd, resp, check); err != nil {
-					return err
-				}
-				n += int64(len(req) + len(resp))
-			}
-		})
-		s.bytes.Add(n)
-	case modeCRR:
-		// one transaction, then the server closes first, as netperf's
-		// TCP_CRR server does
-		req := make([]byte, h.msg)
-		if _, err := io.ReadFull(c, req); err != nil {
-			return
-		}
-		if _, err := c.Write(make([]byte, h.resp)); err != nil {
-			return
-		}
-		s.bytes.Add(int64(h.msg + h.resp))
 	}
 }
 
