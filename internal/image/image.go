@@ -12,6 +12,7 @@ import (
 	"archive/tar"
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -87,13 +88,37 @@ func (b Builder) busybox() (string, error) {
 
 // isStatic reports whether path is an ELF file with no program interpreter.
 func isStatic(path string) bool {
-	out, err := exec.Command("file", "-L", path).Output()
-	if err == nil {
-		return strings.Contains(string(out), "statically linked") || strings.Contains(string(out), "static-pie")
+	ok, err := staticELF(path)
+	return err == nil && ok
+}
+
+// staticELF reports whether path is an ELF executable that needs no
+// program interpreter (no PT_INTERP: no dynamic loader, no libc).
+func staticELF(path string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, err
 	}
-	// without file(1): trust existence
-	_, err = os.Stat(path)
-	return err == nil
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// checkAgent refuses an agent binary that instances without the host's
+// libc could not run.
+func (b Builder) checkAgent() error {
+	ok, err := staticELF(b.AgentBinary)
+	if err != nil {
+		return fmt.Errorf("image: the agent binary %s: %w", b.AgentBinary, err)
+	}
+	if !ok {
+		return fmt.Errorf("image: the agent binary %s is dynamically linked, so instances without the host's libc cannot run it: build it static with 'make build' (CGO_ENABLED=0)", b.AgentBinary)
+	}
+	return nil
 }
 
 // BuildRootfs writes profile's root file system into dir (which must not
@@ -135,6 +160,9 @@ func (b Builder) BuildRootfs(ctx context.Context, profile, dir string) error {
 		if err := os.Symlink("/bin/busybox", link); err != nil {
 			return fmt.Errorf("rootfs: %w", err)
 		}
+	}
+	if err := b.checkAgent(); err != nil {
+		return err
 	}
 	if err := copyFile(b.AgentBinary, filepath.Join(dir, AgentPath), 0o755); err != nil {
 		return err

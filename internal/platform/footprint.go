@@ -57,6 +57,45 @@ func CgroupMemory(dir string) (int64, error) {
 	return usage, nil
 }
 
+// ProcessCgroups finds the memory and CPU accounting cgroup directories of
+// host process pid from /proc/PID/cgroup (v1: the memory and cpuacct
+// hierarchies; v2: the unified one). Paths outside the caller's cgroup
+// namespace are refused.
+func ProcessCgroups(pid int) (mem, cpu string, err error) {
+	const root = "/sys/fs/cgroup"
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return "", "", fmt.Errorf("cgroups of pid %d: %w", pid, err)
+	}
+	unified := ""
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || strings.Contains(parts[2], "..") {
+			continue // outside our cgroup namespace
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			unified = filepath.Join(root, parts[2])
+		}
+		for _, ctl := range strings.Split(parts[1], ",") {
+			switch ctl {
+			case "memory":
+				mem = filepath.Join(root, "memory", parts[2])
+			case "cpuacct":
+				cpu = filepath.Join(root, "cpuacct", parts[2])
+			}
+		}
+	}
+	if mem == "" && cpu == "" {
+		mem, cpu = unified, unified
+	}
+	for _, d := range []string{mem, cpu} {
+		if st, err := os.Stat(d); d == "" || err != nil || !st.IsDir() {
+			return "", "", fmt.Errorf("cgroups of pid %d: no memory and cpu accounting directories (%q, %q)", pid, mem, cpu)
+		}
+	}
+	return mem, cpu, nil
+}
+
 // CgroupCPU reads the CPU seconds the cgroup directory dir has used (v1:
 // cpuacct.usage; v2: cpu.stat usage_usec).
 func CgroupCPU(dir string) (float64, error) {

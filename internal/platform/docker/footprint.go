@@ -66,31 +66,8 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 func containerCgroups(id string, pid int) (mem, cpu string, err error) {
 	const root = "/sys/fs/cgroup"
 	if pid > 0 {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); err == nil {
-			unified := ""
-			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-				parts := strings.SplitN(line, ":", 3)
-				if len(parts) != 3 || strings.Contains(parts[2], "..") {
-					continue // outside our cgroup namespace: use the defaults below
-				}
-				if parts[0] == "0" && parts[1] == "" {
-					unified = filepath.Join(root, parts[2])
-				}
-				for _, ctl := range strings.Split(parts[1], ",") {
-					switch ctl {
-					case "memory":
-						mem = filepath.Join(root, "memory", parts[2])
-					case "cpuacct":
-						cpu = filepath.Join(root, "cpuacct", parts[2])
-					}
-				}
-			}
-			if mem == "" && cpu == "" {
-				mem, cpu = unified, unified
-			}
-			if isDir(mem) && isDir(cpu) {
-				return mem, cpu, nil
-			}
+		if mem, cpu, err := platform.ProcessCgroups(pid); err == nil {
+			return mem, cpu, nil
 		}
 	}
 	for _, c := range [][2]string{

@@ -16,6 +16,8 @@ import (
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/docker"
 	"github.com/isobench/isobench/internal/platform/fake"
+	"github.com/isobench/isobench/internal/platform/local"
+	"github.com/isobench/isobench/internal/platform/lxc"
 	"github.com/isobench/isobench/internal/platform/native"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/workload"
@@ -293,5 +295,49 @@ func TestDefsRegisterAndResolve(t *testing.T) {
 		if _, err := reg[name].Resolve(nil); err != nil {
 			t.Errorf("%s: defaults do not validate: %v", name, err)
 		}
+	}
+}
+
+func TestLXC(t *testing.T) {
+	o, err := platform.ParseOptions("lxc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := local.TestStateDir()
+	lp, err := lxc.New(t.Context(), o, platform.Env{AgentBinary: agentBin, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lp.Close(context.Background()) })
+	if err := lp.Available(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, "lxc", err)
+	}
+	if err := lp.(platform.Preparer).Prepare(t.Context(), "minimal"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := lxc.Leftovers(t.Context(), state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("footprint", func(t *testing.T) {
+		// lxc-execute, the container's monitor, is its engine
+		footprintPair(t, hostEnv(lp, platform.Spec{}, "lxc", 2), true)
+	})
+	t.Run("density", func(t *testing.T) {
+		res, err := runDef(t, Density, map[string]string{"max-instances": "3", "startup-ceiling": "1h"}, hostEnv(lp, platform.Spec{}, "lxc", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDensity(t, res, 3, StopMax)
+		if ms := metricsOf(t, res[2]); ms["instances_memory_bytes"].Value <= 0 {
+			t.Errorf("instances memory %v: want positive", ms["instances_memory_bytes"].Value)
+		}
+	})
+	after, err := lxc.Leftovers(t.Context(), state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("left behind: before %q, after %q", before, after)
 	}
 }

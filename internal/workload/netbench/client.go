@@ -36,6 +36,7 @@ type clientConfig struct {
 	duration  time.Duration
 	dialLimit time.Duration // bound on one connect
 	cpu       int           // pin the streams' threads here; noCPU: don't
+	noYield   bool          // both ends share one pinned CPU: never yield
 }
 
 // client is a client whose untimed setup (connecting) is done.
@@ -204,7 +205,7 @@ func (c *client) rr(ctx context.Context, conn net.Conn, start, end time.Time) (r
 	var now time.Time
 	err := withBlocking(conn, func(fd int) error {
 		now = time.Now()
-		var y yielder
+		y := yielder{off: c.cfg.noYield}
 		for now.Before(end) {
 			y.maybe(now)
 			t := now
@@ -251,7 +252,7 @@ func (c *client) crr(ctx context.Context, start, end time.Time) (result, error) 
 		return nil
 	}
 	var n int64
-	var y yielder
+	y := yielder{off: c.cfg.noYield}
 	now := time.Now()
 	for now.Before(end) {
 		y.maybe(now)

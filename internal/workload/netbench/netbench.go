@@ -123,6 +123,7 @@ var Server = workload.Def{
 		{Name: "timeout", Kind: workload.Duration, Default: "1h", Min: 1, Max: 86400, Help: "stop serving after this long even without a stop"},
 		{Name: "watch-stdin", Kind: workload.Bool, Default: "false", Help: "also stop when the agent's standard input closes (the host went away); only for an agent in its own process"},
 		{Name: "cpu", Kind: workload.Int, Default: "-1", Min: -1, Max: 4095, Help: "pin the serving threads to this CPU; -1: no pinning"},
+		{Name: "shared-cpu", Kind: workload.Bool, Default: "false", Help: "the client is pinned to the same CPU (the loops then never yield)"},
 	},
 	Agent: serveAgent,
 }
@@ -143,6 +144,7 @@ var Client = workload.Def{
 		{Name: "resp-size", Kind: workload.Size, Default: "100", Min: 1, Max: maxMsg, Help: "rr/crr response bytes"},
 		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 0.1, Max: 86400, Help: "how long to run"},
 		{Name: "cpu", Kind: workload.Int, Default: "-1", Min: -1, Max: 4095, Help: "pin the client threads to this CPU; -1: no pinning"},
+		{Name: "shared-cpu", Kind: workload.Bool, Default: "false", Help: "the server is pinned to the same CPU (the loops then never yield)"},
 	},
 	Agent: clientAgent,
 }
@@ -155,6 +157,7 @@ func serveAgent(ctx context.Context, p workload.Params, ready workload.Barrier) 
 	}
 	s := newServer(ln)
 	s.cpu = p.Int("cpu")
+	s.noYield = p.Bool("shared-cpu")
 	defer s.stop()
 	if err := ready(); err != nil {
 		return nil, err
@@ -189,6 +192,7 @@ func configFrom(p workload.Params) clientConfig {
 		duration:  p.Duration("duration"),
 		dialLimit: 30 * time.Second,
 		cpu:       p.Int("cpu"),
+		noYield:   p.Bool("shared-cpu"),
 	}
 	if cfg.mode != ModeStream {
 		cfg.msg = int(p.Size("req-size"))
@@ -223,6 +227,9 @@ func clientParams(mode string, p workload.Params, addr string, port int) map[str
 		"duration": p.Str("duration"),
 		"cpu":      p.Str("client-cpu"),
 	}
+	if sharedCPU(p) {
+		m["shared-cpu"] = "true"
+	}
 	if mode == ModeStream {
 		m["msg-size"] = p.Str("msg-size")
 		m["direction"] = p.Str("direction")
@@ -231,6 +238,11 @@ func clientParams(mode string, p workload.Params, addr string, port int) map[str
 		m["resp-size"] = p.Str("resp-size")
 	}
 	return m
+}
+
+// sharedCPU reports whether both ends are pinned to one CPU.
+func sharedCPU(p workload.Params) bool {
+	return p.Int("client-cpu") >= 0 && p.Int("client-cpu") == p.Int("server-cpu")
 }
 
 // checkAddr refuses anything but loopback and private addresses: the
@@ -407,7 +419,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		} else if err := checkAddr(h); err != nil {
 			return nil, err
 		}
-		params := spec.Canonical(map[string]string{"bind": addr, "port": strconv.Itoa(port), "timeout": (timeout(r.p) + time.Minute).String(), "watch-stdin": "true", "cpu": r.p.Str("server-cpu")})
+		params := spec.Canonical(map[string]string{"bind": addr, "port": strconv.Itoa(port), "timeout": (timeout(r.p) + time.Minute).String(), "watch-stdin": "true", "cpu": r.p.Str("server-cpu"), "shared-cpu": strconv.FormatBool(sharedCPU(r.p))})
 		sess := agent.Start(ctx, srv, ServerName, params)
 		if err := sess.WaitReady(ctx); err != nil {
 			sess.Abort()
@@ -455,6 +467,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		}
 		s := newServer(ln)
 		s.cpu = r.p.Int("server-cpu")
+		s.noYield = sharedCPU(r.p)
 		sctx, scancel := context.WithCancel(ctx)
 		served := make(chan error, 1)
 		go func() { served <- s.Serve(sctx) }()

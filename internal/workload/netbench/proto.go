@@ -74,10 +74,11 @@ func decodeHeader(b []byte) (header, error) {
 // server answers clients on one listener until Serve's context ends or a
 // client sends a stop header.
 type server struct {
-	ln    net.Listener
-	cpu   int          // pin the serving threads here; noCPU: don't
-	conns atomic.Int64 // connections served
-	bytes atomic.Int64 // payload bytes received and sent
+	ln      net.Listener
+	cpu     int          // pin the serving threads here; noCPU: don't
+	noYield bool         // both ends share one pinned CPU: never yield
+	conns   atomic.Int64 // connections served
+	bytes   atomic.Int64 // payload bytes received and sent
 
 	mu      sync.Mutex
 	open    map[net.Conn]struct{}
@@ -170,7 +171,7 @@ func (s *server) acceptLoop(lfd int, wg *sync.WaitGroup) error {
 	if err := pinThread(s.cpu); err != nil {
 		return err
 	}
-	var y yielder
+	y := yielder{off: s.noYield}
 	for {
 		y.maybe(time.Now())
 		fd, _, err := syscall.Accept4(lfd, syscall.SOCK_CLOEXEC)
@@ -277,7 +278,7 @@ func (s *server) rr(fd int, h header) int64 {
 	req := make([]byte, h.msg)
 	resp := make([]byte, h.resp)
 	var n int64
-	var y yielder
+	y := yielder{off: s.noYield}
 	for {
 		y.maybe(time.Now())
 		if err := readFull(fd, req, s.check); err != nil {

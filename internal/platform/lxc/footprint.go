@@ -1,0 +1,56 @@
+package lxc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/isobench/isobench/internal/platform"
+)
+
+var _ platform.Footprinter = (*Instance)(nil)
+
+// Footprint reads the container's cgroup (found from its init process,
+// which lxc-info names), the overlay's upper directory and the volume
+// directory for the disk it added, and gives lxc-execute, the container's
+// monitor, as the engine: LXC has no daemon.
+func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
+	var fp platform.Footprint
+	out, err := exec.CommandContext(ctx, "lxc-info", "-n", in.id, "-P", in.p.lxcpath, "-p", "-H").Output()
+	if err != nil {
+		return fp, fmt.Errorf("lxc-info %s: %w", in.id, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || pid <= 0 {
+		return fp, fmt.Errorf("lxc-info %s: no init pid in %q (is it running?)", in.id, out)
+	}
+	mem, cpu, err := platform.ProcessCgroups(pid)
+	if err != nil {
+		return fp, fmt.Errorf("lxc %s: %w", in.id, err)
+	}
+	if fp.MemoryBytes, err = platform.CgroupMemory(mem); err != nil {
+		return fp, fmt.Errorf("lxc %s: %w", in.id, err)
+	}
+	if fp.CPUSeconds, err = platform.CgroupCPU(cpu); err != nil {
+		return fp, fmt.Errorf("lxc %s: %w", in.id, err)
+	}
+	for _, d := range []string{filepath.Join(in.dir, "upper"), filepath.Join(in.dir, "volume")} {
+		du, err := platform.DiskUsage(d)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // no volume
+		}
+		if err != nil {
+			return fp, fmt.Errorf("lxc %s: %w", in.id, err)
+		}
+		fp.DiskBytes += du
+	}
+	if in.main != nil && in.main.Process != nil {
+		fp.EnginePIDs = []int{in.main.Process.Pid}
+	}
+	return fp, nil
+}
