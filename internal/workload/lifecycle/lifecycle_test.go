@@ -17,6 +17,7 @@ import (
 	"github.com/isobench/isobench/internal/platform/docker"
 	"github.com/isobench/isobench/internal/platform/fake"
 	"github.com/isobench/isobench/internal/platform/local"
+	"github.com/isobench/isobench/internal/platform/local/localtest"
 	"github.com/isobench/isobench/internal/platform/lxc"
 	"github.com/isobench/isobench/internal/platform/native"
 	"github.com/isobench/isobench/internal/sample"
@@ -315,16 +316,13 @@ func TestLXC(t *testing.T) {
 	if err := lp.(platform.Preparer).Prepare(t.Context(), "minimal"); err != nil {
 		t.Fatal(err)
 	}
-	before, err := lxc.Leftovers(t.Context(), state)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := &localtest.Recorder{Platform: lp}
 	t.Run("footprint", func(t *testing.T) {
 		// lxc-execute, the container's monitor, is its engine
-		footprintPair(t, hostEnv(lp, platform.Spec{}, "lxc", 2), true)
+		footprintPair(t, hostEnv(rec, platform.Spec{}, "lxc", 2), true)
 	})
 	t.Run("density", func(t *testing.T) {
-		res, err := runDef(t, Density, map[string]string{"max-instances": "3", "startup-ceiling": "1h"}, hostEnv(lp, platform.Spec{}, "lxc", 1))
+		res, err := runDef(t, Density, map[string]string{"max-instances": "3", "startup-ceiling": "1h"}, hostEnv(rec, platform.Spec{}, "lxc", 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,11 +331,9 @@ func TestLXC(t *testing.T) {
 			t.Errorf("instances memory %v: want positive", ms["instances_memory_bytes"].Value)
 		}
 	})
-	after, err := lxc.Leftovers(t.Context(), state)
+	left, err := lxc.Leftovers(t.Context(), state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(after, "\n") != strings.Join(before, "\n") {
-		t.Errorf("left behind: before %q, after %q", before, after)
-	}
+	rec.CheckLeftovers(t, left)
 }

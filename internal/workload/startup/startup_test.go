@@ -16,6 +16,7 @@ import (
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/docker"
 	"github.com/isobench/isobench/internal/platform/local"
+	"github.com/isobench/isobench/internal/platform/local/localtest"
 	"github.com/isobench/isobench/internal/platform/lxc"
 	"github.com/isobench/isobench/internal/platform/native"
 	"github.com/isobench/isobench/internal/workload"
@@ -144,16 +145,11 @@ func TestLXC(t *testing.T) {
 	if err := p.(platform.Preparer).Prepare(t.Context(), "minimal"); err != nil {
 		t.Fatal(err)
 	}
-	before, err := lxc.Leftovers(t.Context(), state)
+	rec := &localtest.Recorder{Platform: p}
+	check(t, rec, 3, true, "lxc")
+	left, err := lxc.Leftovers(t.Context(), state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(t, p, 3, true, "lxc")
-	after, err := lxc.Leftovers(t.Context(), state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(after, "\n") != strings.Join(before, "\n") {
-		t.Errorf("left behind: before %q, after %q", before, after)
-	}
+	rec.CheckLeftovers(t, left)
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,5 +91,45 @@ func NewRejects(t *testing.T, f platform.Factory) {
 	}
 	if _, err := f.New(t.Context(), platform.Options{}, platform.Env{}); err == nil {
 		t.Error("missing agent binary accepted")
+	}
+}
+
+// Recorder wraps a platform and records the ID of every instance it
+// creates (the instances themselves are returned unwrapped, so their
+// optional interfaces stay visible).
+type Recorder struct {
+	platform.Platform
+	mu  sync.Mutex
+	ids []string
+}
+
+// Create implements platform.Platform.
+func (r *Recorder) Create(ctx context.Context, s platform.Spec) (platform.Instance, error) {
+	in, err := r.Platform.Create(ctx, s)
+	if err == nil {
+		r.mu.Lock()
+		r.ids = append(r.ids, in.ID())
+		r.mu.Unlock()
+	}
+	return in, err
+}
+
+// CheckLeftovers fails t for every leftover (from a platform's Leftovers
+// list) that names an instance r created. Other tests sharing the state
+// directory may have their own instances in the list at the same time;
+// those are not this test's business.
+func (r *Recorder) CheckLeftovers(t *testing.T, leftovers []string) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ids) == 0 {
+		t.Error("no instance was created")
+	}
+	for _, l := range leftovers {
+		for _, id := range r.ids {
+			if strings.Contains(l, id) {
+				t.Errorf("left behind: %s", l)
+			}
+		}
 	}
 }
