@@ -74,6 +74,20 @@ func (p *phases) mark(name string, at time.Time) {
 	}
 }
 
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func run(ctx context.Context, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
@@ -148,17 +162,17 @@ func one(ctx context.Context, env workload.HostEnv, i int, timeout time.Duration
 	}
 	ph.mu.Lock()
 	if !ph.created.IsZero() {
-		m = append(m, sample.Metric{Name: "create_ms", Value: ms(ph.created.Sub(t0)), Unit: "ms", Better: sample.Lower, Agg: sample.Max})
+		// A phase is stamped when the host hears of it, which can be after
+		// the agent has already printed: Docker's start call returns late
+		// now and then, and LXC's created hook is read from a FIFO. No
+		// phase can end after the first instruction, so the stamps are
+		// clamped to be in order and end by it; the phases then still add
+		// up to startup_ms.
+		created := minTime(ph.created, tHello)
+		m = append(m, sample.Metric{Name: "create_ms", Value: ms(created.Sub(t0)), Unit: "ms", Better: sample.Lower, Agg: sample.Max})
 		if !ph.started.IsZero() {
-			// An engine's start call may return after the agent has
-			// already printed (Docker's does, now and then): the start
-			// phase then ends at the first instruction, and the phases
-			// still add up to startup_ms.
-			started := ph.started
-			if tHello.Before(started) {
-				started = tHello
-			}
-			m = append(m, sample.Metric{Name: "start_ms", Value: ms(started.Sub(ph.created)), Unit: "ms", Better: sample.Lower, Agg: sample.Max})
+			started := minTime(maxTime(ph.started, created), tHello)
+			m = append(m, sample.Metric{Name: "start_ms", Value: ms(started.Sub(created)), Unit: "ms", Better: sample.Lower, Agg: sample.Max})
 			m = append(m, sample.Metric{Name: "first_instruction_ms", Value: ms(tHello.Sub(started)), Unit: "ms", Better: sample.Lower, Agg: sample.Max})
 		}
 	}
