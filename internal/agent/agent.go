@@ -1,3 +1,6 @@
+// Package agent is the in-guest side of isobench ("isobench agent ..."): it
+// runs a registered workload, emits agentproto events on stdout and waits on
+// stdin for the host's barrier release.
 package agent
 
 import (
@@ -15,6 +18,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/isobench/isobench/internal/agentproto"
 	"github.com/isobench/isobench/internal/guest"
 	"github.com/isobench/isobench/internal/workload"
 )
@@ -29,7 +33,7 @@ func Main(ctx context.Context, reg workload.Registry, args []string, stdin io.Re
 	switch args[0] {
 	case "hello":
 		// The first thing the agent does: startup measures until this line.
-		w.emit(Event{Event: EvHello})
+		w.emit(agentproto.Event{Event: agentproto.EvHello})
 		return 0
 	case "idle":
 		return idle(ctx)
@@ -44,7 +48,7 @@ func Main(ctx context.Context, reg workload.Registry, args []string, stdin io.Re
 			return 2
 		}
 		if err := run(ctx, reg, args[1], args[2], stdin, w); err != nil {
-			w.emit(Event{Event: EvError, Error: err.Error()})
+			w.emit(agentproto.Event{Event: agentproto.EvError, Error: err.Error()})
 			return 1
 		}
 		return 0
@@ -72,15 +76,15 @@ func run(ctx context.Context, reg workload.Registry, name, params string, stdin 
 			return errors.New("workload called the barrier twice")
 		}
 		released = true
-		w.emit(Event{Event: EvReady})
+		w.emit(agentproto.Event{Event: agentproto.EvReady})
 		line, err := in.ReadString('\n')
-		if strings.TrimSpace(line) != GoLine {
+		if strings.TrimSpace(line) != agentproto.GoLine {
 			if err == nil {
 				err = fmt.Errorf("unexpected %q", strings.TrimSpace(line))
 			}
 			return fmt.Errorf("barrier: host did not release: %w", err)
 		}
-		w.emit(Event{Event: EvStarted})
+		w.emit(agentproto.Event{Event: agentproto.EvStarted})
 		return nil
 	}
 	ms, err := def.Agent(ctx, p, barrier)
@@ -95,7 +99,7 @@ func run(ctx context.Context, reg workload.Registry, name, params string, stdin 
 			return err
 		}
 	}
-	w.emit(Event{Event: EvResult, Metrics: ms})
+	w.emit(agentproto.Event{Event: agentproto.EvResult, Metrics: ms})
 	return nil
 }
 
@@ -160,7 +164,7 @@ type eventWriter struct {
 	w  io.Writer
 }
 
-func (e *eventWriter) emit(ev Event) {
+func (e *eventWriter) emit(ev agentproto.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	b, _ := json.Marshal(ev)

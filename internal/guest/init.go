@@ -1,6 +1,8 @@
 package guest
 
 import (
+	"github.com/isobench/isobench/internal/platform"
+
 	"bufio"
 	"context"
 	"errors"
@@ -31,9 +33,8 @@ const (
 // DefaultPort is the control port's name when isobench.port is not given.
 const DefaultPort = "isobench.0"
 
-// ScratchDir is where the scratch file system is mounted (the same as
-// platform.ScratchDir, which this package cannot import).
-const ScratchDir = "/isobench-scratch"
+// ScratchDir is where the scratch file system is mounted.
+const ScratchDir = platform.ScratchDir
 
 // ModulesList is the initramfs file naming, one per line and in load
 // order, the kernel modules (.ko paths) init loads before anything else.

@@ -1,6 +1,8 @@
 package guest
 
 import (
+	"github.com/isobench/isobench/internal/platform"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,7 +20,7 @@ import (
 var DefaultEnv = []string{
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 	"HOME=/root",
-	"ISOBENCH_SCRATCH=/isobench-scratch",
+	platform.ScratchEnv + "=" + platform.ScratchDir,
 }
 
 // Server runs commands and writes files for the host over one frame stream.

@@ -9,6 +9,8 @@
 package image
 
 import (
+	"github.com/isobench/isobench/internal/platform"
+
 	"archive/tar"
 	"context"
 	"crypto/sha256"
@@ -135,7 +137,7 @@ func (b Builder) BuildRootfs(ctx context.Context, profile, dir string) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range []string{"bin", "sbin", "usr/bin", "usr/sbin", "usr/local/bin", "etc", "tmp", "proc", "sys", "dev", "run", "root", "var/tmp", strings.TrimPrefix("/isobench-scratch", "/")} {
+	for _, d := range []string{"bin", "sbin", "usr/bin", "usr/sbin", "usr/local/bin", "etc", "tmp", "proc", "sys", "dev", "run", "root", "var/tmp", strings.TrimPrefix(platform.ScratchDir, "/")} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return fmt.Errorf("rootfs: %w", err)
 		}

@@ -71,6 +71,11 @@ type Spec struct {
 // StorageVolume a host directory is mounted there.
 const ScratchDir = "/isobench-scratch"
 
+// ScratchEnv names the environment variable through which a platform tells
+// the agent where its scratch directory is (for native, a temp dir per
+// instance; inside instances, ScratchDir, a volume with StorageVolume).
+const ScratchEnv = "ISOBENCH_SCRATCH"
+
 // AgentPlaceholder in Spec.Main or an Exec argv stands for the path of the
 // isobench agent binary inside the instance.
 const AgentPlaceholder = "{agent}"

@@ -187,7 +187,7 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 
 // metricRank puts the runner's bookkeeping metric last.
 func metricRank(m string) int {
-	if m == "barrier_skew_ms" {
+	if m == sample.SkewMetric {
 		return 1
 	}
 	return 0

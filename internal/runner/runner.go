@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/isobench/isobench/internal/agent"
+	"github.com/isobench/isobench/internal/agenthost"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
@@ -210,7 +210,7 @@ func rotate(ts []Target, k int) []Target {
 func primary(samples []sample.Sample) (float64, bool) {
 	var first string
 	for _, s := range samples {
-		if s.Instance == sample.AggregateInstance && s.Metric != SkewMetric {
+		if s.Instance == sample.AggregateInstance && s.Metric != sample.SkewMetric {
 			if first == "" {
 				first = s.Metric
 			}
@@ -221,9 +221,6 @@ func primary(samples []sample.Sample) (float64, bool) {
 	}
 	return 0, false
 }
-
-// SkewMetric records how far apart the instances were released.
-const SkewMetric = "barrier_skew_ms"
 
 // rep runs one repetition of one job on one target with n instances.
 func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int) ([]sample.Sample, error) {
@@ -292,7 +289,7 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 		}
 	}
 	if job.Def.Agent != nil && n > 1 {
-		out = append(out, mk(sample.Metric{Name: SkewMetric, Value: float64(skew) / float64(time.Millisecond), Unit: "ms", Better: sample.Lower}, sample.AggregateInstance, aggTags, start, dur))
+		out = append(out, mk(sample.Metric{Name: sample.SkewMetric, Value: float64(skew) / float64(time.Millisecond), Unit: "ms", Better: sample.Lower}, sample.AggregateInstance, aggTags, start, dur))
 	}
 	return out, nil
 }
@@ -328,7 +325,7 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 	// Every exec ends with this context: cancelling it unblocks them all.
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g := agent.StartGroup(ectx, insts, job.Def.Name, job.Params.String())
+	g := agenthost.StartGroup(ectx, insts, job.Def.Name, job.Params.String())
 	skew, err := g.Barrier(ectx)
 	if err != nil {
 		g.Abort()

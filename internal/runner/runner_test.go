@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/isobench/isobench/internal/platform/fake"
 	"github.com/isobench/isobench/internal/runner"
 	"github.com/isobench/isobench/internal/sample"
+	fake "github.com/isobench/isobench/internal/testkit/fakeplatform"
 	"github.com/isobench/isobench/internal/workload"
 	"github.com/isobench/isobench/internal/workload/cpu"
 )

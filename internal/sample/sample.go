@@ -53,6 +53,10 @@ func (m Metric) Validate() error {
 	return nil
 }
 
+// SkewMetric is the runner's own bookkeeping metric: how far apart, on the
+// host clock, the concurrent instances were released through the barrier.
+const SkewMetric = "barrier_skew_ms"
+
 // AggregateInstance is the instance index used for aggregate samples.
 const AggregateInstance = -1
 

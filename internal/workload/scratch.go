@@ -7,11 +7,8 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 )
 
-// ScratchEnv names the environment variable through which a platform tells
-// the agent where its scratch directory is (for native, a temp dir per
-// instance; inside containers, platform.ScratchDir, a volume when the
-// platform's storage=volume).
-const ScratchEnv = "ISOBENCH_SCRATCH"
+// ScratchEnv is platform.ScratchEnv, for in-guest code.
+const ScratchEnv = platform.ScratchEnv
 
 // Scratch returns the directory in-guest workloads must put their files in,
 // creating it if needed.

@@ -46,11 +46,6 @@ var Factory = platform.Factory{
 	New:   New,
 }
 
-// scratchEnv is the environment variable the agent reads the scratch
-// directory from (workload.ScratchEnv; not imported to keep platform
-// packages independent of workload).
-const scratchEnv = "ISOBENCH_SCRATCH"
-
 // Platform is the docker platform.
 type Platform struct {
 	c       *client
@@ -311,7 +306,7 @@ func createConfig(s platform.Spec, ref, runtime, volDir string) (containerConfig
 	cc := containerConfig{
 		Image:  ref,
 		Cmd:    cmd,
-		Env:    []string{scratchEnv + "=" + platform.ScratchDir},
+		Env:    []string{platform.ScratchEnv + "=" + platform.ScratchDir},
 		Labels: labels,
 		HostConfig: hostConfig{
 			NanoCpus:    int64(s.CPUs * 1e9),
@@ -496,7 +491,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 		"AttachStderr": true,
 		"Tty":          false,
 		"Cmd":          cmd,
-		"Env":          []string{scratchEnv + "=" + platform.ScratchDir},
+		"Env":          []string{platform.ScratchEnv + "=" + platform.ScratchDir},
 	}
 	var created struct {
 		ID string `json:"Id"`

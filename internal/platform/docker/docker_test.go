@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/isobench/isobench/internal/agent"
+	"github.com/isobench/isobench/internal/agenthost"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 )
@@ -516,7 +516,7 @@ func TestAgentSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close(context.Background())
-	s := agent.Start(ctx, in, "cpu", "duration=200ms,max-prime=2000")
+	s := agenthost.Start(ctx, in, "cpu", "duration=200ms,max-prime=2000")
 	if err := s.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}

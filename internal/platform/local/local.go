@@ -25,7 +25,6 @@ import (
 
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/workload"
 )
 
 // Prefix starts the name of everything these platforms create on the host
@@ -179,7 +178,7 @@ func Env() []string {
 	return []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=/root",
-		workload.ScratchEnv + "=" + platform.ScratchDir,
+		platform.ScratchEnv + "=" + platform.ScratchDir,
 	}
 }
 

@@ -41,7 +41,6 @@ import (
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
-	"github.com/isobench/isobench/internal/workload"
 )
 
 // Factory registers the lxd platform.
@@ -674,6 +673,6 @@ func execEnv() map[string]string {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	env[workload.ScratchEnv] = platform.ScratchDir
+	env[platform.ScratchEnv] = platform.ScratchDir
 	return env
 }

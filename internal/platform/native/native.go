@@ -22,7 +22,6 @@ import (
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/workload"
 )
 
 // Factory registers the native platform.
@@ -164,13 +163,13 @@ func (in *Instance) command(ctx context.Context, argv []string, stdio platform.E
 // static busybox applets at the end of PATH, so the tools every image has
 // (httpd, nc...) exist on native too while host binaries take precedence.
 func (p *Platform) environ(scratch string) []string {
-	env := []string{workload.ScratchEnv + "=" + scratch}
+	env := []string{platform.ScratchEnv + "=" + scratch}
 	path := os.Getenv("PATH")
 	if dir := p.applets(); dir != "" {
 		path += ":" + dir
 	}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, workload.ScratchEnv+"=") {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, platform.ScratchEnv+"=") {
 			env = append(env, kv)
 		}
 	}

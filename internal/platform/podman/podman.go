@@ -39,7 +39,6 @@ import (
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
-	"github.com/isobench/isobench/internal/workload"
 )
 
 // Factory registers the podman platform.
@@ -351,7 +350,7 @@ func (p *Platform) createArgs(s platform.Spec, name, ref, volDir, logPath string
 		"--ulimit", fmt.Sprintf("nproc=%d:%d", nproc, nproc),
 		"--network", netArg,
 		"--hostname", "isobench",
-		"--env", workload.ScratchEnv + "=" + platform.ScratchDir,
+		"--env", platform.ScratchEnv + "=" + platform.ScratchDir,
 		"--env", "HOME=/root",
 		"--log-driver", "k8s-file",
 		"--log-opt", "path=" + logPath,

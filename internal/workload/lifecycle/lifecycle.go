@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/isobench/isobench/internal/agent"
+	"github.com/isobench/isobench/internal/agenthost"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/spec"
@@ -174,13 +174,13 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 	}
 
 	// the load, released together; it spins a little longer than the window
-	var sessions []*agent.Session
+	var sessions []*agenthost.Session
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if p.Str("load") == "cpu" {
 		params := spec.Canonical(map[string]string{"duration": (window + time.Second).String()})
 		for _, x := range insts {
-			sessions = append(sessions, agent.Start(ectx, x.in, SpinName, params))
+			sessions = append(sessions, agenthost.Start(ectx, x.in, SpinName, params))
 		}
 		defer func() {
 			if err != nil {

@@ -15,12 +15,12 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/docker"
-	"github.com/isobench/isobench/internal/platform/fake"
 	"github.com/isobench/isobench/internal/platform/local"
 	"github.com/isobench/isobench/internal/platform/local/localtest"
 	"github.com/isobench/isobench/internal/platform/lxc"
 	"github.com/isobench/isobench/internal/platform/native"
 	"github.com/isobench/isobench/internal/sample"
+	fake "github.com/isobench/isobench/internal/testkit/fakeplatform"
 	"github.com/isobench/isobench/internal/workload"
 )
 

@@ -25,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/isobench/isobench/internal/agent"
+	"github.com/isobench/isobench/internal/agenthost"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
@@ -420,7 +420,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 			return nil, err
 		}
 		params := spec.Canonical(map[string]string{"bind": addr, "port": strconv.Itoa(port), "timeout": (timeout(r.p) + time.Minute).String(), "watch-stdin": "true", "cpu": r.p.Str("server-cpu"), "shared-cpu": strconv.FormatBool(sharedCPU(r.p))})
-		sess := agent.Start(ctx, srv, ServerName, params)
+		sess := agenthost.Start(ctx, srv, ServerName, params)
 		if err := sess.WaitReady(ctx); err != nil {
 			sess.Abort()
 			return nil, fmt.Errorf("netbench: server instance: %w", err)
@@ -573,7 +573,7 @@ func (r *run) instanceClients(ctx context.Context, clients []platform.Instance, 
 	n := len(clients)
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g := agent.StartGroup(ectx, clients, ClientName, spec.Canonical(cp))
+	g := agenthost.StartGroup(ectx, clients, ClientName, spec.Canonical(cp))
 	if _, err := g.Barrier(ectx); err != nil {
 		g.Abort()
 		return nil, fmt.Errorf("client %w", err)

@@ -1,8 +1,8 @@
-// Package fake is an in-process platform for unit-testing the runner,
+// Package fakeplatform is an in-process platform for unit-testing the runner,
 // statistics and CLI. Exec of "{agent} agent ..." calls the agent's Main
 // directly. It proves nothing about real isolation and is never
 // registered as a user-visible platform.
-package fake
+package fakeplatform
 
 import (
 	"context"

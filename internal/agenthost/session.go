@@ -1,9 +1,8 @@
-// Package agent is the in-guest side of isobench ("isobench agent ...") and
-// the host-side session that drives it. The two talk over the exec's stdio:
-// the agent writes one JSON event per line on stdout; the host releases the
-// barrier by writing "go" on stdin. Nothing relies on a shared clock: every
-// time the host records is taken on the host.
-package agent
+// Package agenthost is the host side of the agent protocol: a Session runs
+// "isobench agent run" inside one instance and reads its events; a Group
+// releases several sessions through one barrier. Nothing relies on a shared
+// clock: every time the host records is taken on the host.
+package agenthost
 
 import (
 	"bufio"
@@ -16,34 +15,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isobench/isobench/internal/agentproto"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
 )
 
-// Event is one line of agent output.
-type Event struct {
-	Event   string            `json:"event"` // hello, ready, started, result, error
-	Metrics []sample.Metric   `json:"metrics,omitempty"`
-	Tags    map[string]string `json:"tags,omitempty"`
-	Error   string            `json:"error,omitempty"`
-}
-
-// Event names.
-const (
-	EvHello   = "hello"
-	EvReady   = "ready"
-	EvStarted = "started"
-	EvResult  = "result"
-	EvError   = "error"
-)
-
-// GoLine releases the barrier.
-const GoLine = "go"
-
 // Session is one agent workload running inside one instance.
 type Session struct {
 	stdin   *io.PipeWriter
-	events  chan Event
+	events  chan agentproto.Event
 	done    chan error
 	stderr  *limitedBuffer
 	goOnce  sync.Once
@@ -55,7 +35,7 @@ type Session struct {
 func Start(ctx context.Context, inst platform.Instance, workloadName, params string) *Session {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &Session{stdin: inW, events: make(chan Event, 16), done: make(chan error, 1), stderr: &limitedBuffer{max: 8 << 10}}
+	s := &Session{stdin: inW, events: make(chan agentproto.Event, 16), done: make(chan error, 1), stderr: &limitedBuffer{max: 8 << 10}}
 	argv := []string{platform.AgentPlaceholder, "agent", "run", workloadName, params}
 	go func() {
 		err := inst.Exec(ctx, argv, platform.ExecIO{Stdin: inR, Stdout: outW, Stderr: s.stderr})
@@ -72,9 +52,9 @@ func Start(ctx context.Context, inst platform.Instance, workloadName, params str
 			if !strings.HasPrefix(line, "{") {
 				continue // tolerate noise a platform may add (e.g. a shell banner)
 			}
-			var ev Event
+			var ev agentproto.Event
 			if err := json.Unmarshal([]byte(line), &ev); err != nil {
-				s.events <- Event{Event: EvError, Error: fmt.Sprintf("agent printed malformed JSON: %v", err)}
+				s.events <- agentproto.Event{Event: agentproto.EvError, Error: fmt.Sprintf("agent printed malformed JSON: %v", err)}
 				continue
 			}
 			s.events <- ev
@@ -85,7 +65,7 @@ func Start(ctx context.Context, inst platform.Instance, workloadName, params str
 }
 
 // next waits for the next event, or reports why none will come.
-func (s *Session) next(ctx context.Context) (Event, error) {
+func (s *Session) next(ctx context.Context) (agentproto.Event, error) {
 	select {
 	case ev, ok := <-s.events:
 		if !ok {
@@ -94,14 +74,14 @@ func (s *Session) next(ctx context.Context) (Event, error) {
 			if err == nil {
 				err = errors.New("agent exited without a result")
 			}
-			return Event{}, s.wrap(err)
+			return agentproto.Event{}, s.wrap(err)
 		}
-		if ev.Event == EvError {
-			return Event{}, s.wrap(errors.New(ev.Error))
+		if ev.Event == agentproto.EvError {
+			return agentproto.Event{}, s.wrap(errors.New(ev.Error))
 		}
 		return ev, nil
 	case <-ctx.Done():
-		return Event{}, ctx.Err()
+		return agentproto.Event{}, ctx.Err()
 	}
 }
 
@@ -118,7 +98,7 @@ func lastLine(s string) string {
 }
 
 // expect waits for an event named want.
-func (s *Session) expect(ctx context.Context, want string) (Event, error) {
+func (s *Session) expect(ctx context.Context, want string) (agentproto.Event, error) {
 	ev, err := s.next(ctx)
 	if err != nil {
 		return ev, err
@@ -131,20 +111,20 @@ func (s *Session) expect(ctx context.Context, want string) (Event, error) {
 
 // WaitReady returns when the agent finished its untimed setup.
 func (s *Session) WaitReady(ctx context.Context) error {
-	_, err := s.expect(ctx, EvReady)
+	_, err := s.expect(ctx, agentproto.EvReady)
 	return err
 }
 
 // Release sends "go".
 func (s *Session) Release() error {
 	var err error
-	s.goOnce.Do(func() { _, err = io.WriteString(s.stdin, GoLine+"\n") })
+	s.goOnce.Do(func() { _, err = io.WriteString(s.stdin, agentproto.GoLine+"\n") })
 	return err
 }
 
 // WaitStarted returns when the agent acknowledged "go" and records the host time.
 func (s *Session) WaitStarted(ctx context.Context) error {
-	if _, err := s.expect(ctx, EvStarted); err != nil {
+	if _, err := s.expect(ctx, agentproto.EvStarted); err != nil {
 		return err
 	}
 	s.Started = time.Now()
@@ -153,7 +133,7 @@ func (s *Session) WaitStarted(ctx context.Context) error {
 
 // Result waits for the workload's metrics and the exec's end.
 func (s *Session) Result(ctx context.Context) ([]sample.Metric, map[string]string, error) {
-	ev, err := s.expect(ctx, EvResult)
+	ev, err := s.expect(ctx, agentproto.EvResult)
 	if err != nil {
 		return nil, nil, err
 	}
