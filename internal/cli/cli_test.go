@@ -74,6 +74,10 @@ func TestBadInputIsOneLineExit2AndStartsNothing(t *testing.T) {
 		"unknown command":   {"frobnicate"},
 		"results no db":     {"results", "--db", filepath.Join(dir, "none.db")},
 		"results format":    {"results", "--format", "xml"},
+		"run empty db":      {"run", "--platform", "native", "--workload", "cpu", "--db", ""},
+		"results empty db":  {"results", "--db", ""},
+		"report empty db":   {"report", "--db", ""},
+		"compare empty db":  {"compare", "", "x.db"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -17,6 +17,9 @@ import (
 )
 
 func openExisting(ctx context.Context, path string) (*store.Store, error) {
+	if path == "" {
+		return nil, usage("%v", store.ErrEmptyPath)
+	}
 	if !fileExists(path) {
 		return nil, usage("no result store at %s: run 'isobench run ... --db %s' first", path, path)
 	}

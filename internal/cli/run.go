@@ -46,6 +46,9 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if *db == "" {
+		return usage("--db: %v", store.ErrEmptyPath)
+	}
 	var study Study
 	switch fs.NArg() {
 	case 0:

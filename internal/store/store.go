@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/isobench/isobench/internal/sample"
@@ -53,9 +55,55 @@ type Store struct {
 	db *sql.DB
 }
 
-// Open opens or creates the database at path.
+// ErrEmptyPath is returned for an empty store path: it would otherwise
+// open a temporary database that is thrown away on close.
+var ErrEmptyPath = errors.New("the store path is empty: give a file name, e.g. --db isobench.db")
+
+// uri turns a file path into the driver's SQLite URI so that every byte of
+// the path is part of the file name: the driver always opens URIs, where
+// '?' starts parameters, '#' a fragment, '%' an escape, and ":memory:" or ""
+// name no file at all. The path is made absolute and every byte outside
+// [A-Za-z0-9/._~-] is percent-encoded, so nothing in it is read as URI syntax.
+func uri(path string, params ...string) (string, error) {
+	if path == "" {
+		return "", ErrEmptyPath
+	}
+	if strings.IndexByte(path, 0) >= 0 {
+		return "", fmt.Errorf("store path %q contains a NUL byte", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("store path %s: %w", path, err)
+	}
+	return "file:" + escapePath(abs) + "?" + strings.Join(params, "&"), nil
+}
+
+func escapePath(p string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '/', c == '.', c == '_', c == '~', c == '-':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
+
+// Open opens or creates the database at path; path is always a plain file
+// path, never a URI.
 func Open(ctx context.Context, path string) (*Store, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+	u, err := uri(path, "_pragma=busy_timeout(5000)", "_pragma=journal_mode(WAL)", "_pragma=synchronous(NORMAL)")
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", u)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
