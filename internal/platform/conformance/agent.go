@@ -36,12 +36,11 @@ func (l testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// BuildAgentTo builds a static (CGO_ENABLED=0) isobench binary into dir and
-// returns its path, for use from TestMain. It builds
-// github.com/isobench/isobench/cmd/isobench when that builds; otherwise it
-// says why on log and builds a stand-in from testdata/agent that serves
-// "isobench agent ..." with only the cpu workload. $ISOBENCH_TEST_AGENT,
-// when set, is used as is.
+// BuildAgentTo builds a static (CGO_ENABLED=0) isobench binary from
+// ./cmd/isobench into dir and returns its path, for use from TestMain.
+// $ISOBENCH_TEST_AGENT, when set, is used as is. A build that fails is an
+// error: tests never fall back to a stand-in agent, so a broken build fails
+// them instead of testing something else.
 func BuildAgentTo(ctx context.Context, dir string, log io.Writer) (string, error) {
 	if log == nil {
 		log = io.Discard
@@ -61,30 +60,42 @@ func BuildAgentTo(ctx context.Context, dir string, log io.Writer) (string, error
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	out := filepath.Join(dir, "isobench")
-	build := func(pkg string) error {
-		cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		msg, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("go build %s: %w\n%s", pkg, err, strings.TrimSpace(string(msg)))
-		}
-		return nil
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, "./cmd/isobench")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/isobench: %w\n%s", err, strings.TrimSpace(string(msg)))
 	}
-	var realErr error
-	if _, err := os.Stat(filepath.Join(root, "cmd", "isobench")); err == nil {
-		if realErr = build("./cmd/isobench"); realErr == nil {
-			fmt.Fprintf(log, "agent: built ./cmd/isobench\n")
-			return out, nil
-		}
-	} else {
-		realErr = errors.New("cmd/isobench does not exist")
-	}
-	fmt.Fprintf(log, "agent: using the cpu-only stand-in agent: %v\n", realErr)
-	if err := build("./internal/platform/conformance/testdata/agent"); err != nil {
-		return "", err
-	}
+	fmt.Fprintf(log, "agent: built ./cmd/isobench\n")
 	return out, nil
+}
+
+// AgentTestMain is a TestMain for packages whose tests need the agent: it
+// builds it once into a temporary directory, stores its path in *bin, checks
+// that `isobench workloads` lists every name in want, runs the tests and
+// removes the directory. It returns the exit code for os.Exit.
+func AgentTestMain(m *testing.M, bin *string, want ...string) int {
+	dir, err := os.MkdirTemp("", "isobench-test-agent-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	*bin, err = BuildAgentTo(context.Background(), dir, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the agent: %v\n", err)
+		return 1
+	}
+	if len(want) > 0 {
+		out, err := exec.Command(*bin, "workloads").CombinedOutput()
+		for _, w := range want {
+			if err != nil || !strings.Contains(string(out), w) {
+				fmt.Fprintf(os.Stderr, "the agent %s does not list workload %q: %v\n%s", *bin, w, err, out)
+				return 1
+			}
+		}
+	}
+	return m.Run()
 }
 
 // moduleRoot finds the module's directory from this source file.

@@ -23,24 +23,15 @@ import (
 	"github.com/isobench/isobench/internal/platform/conformance"
 )
 
-// testAgent returns an isobench binary that can be a VM's init: the real
-// one when internal/agent dispatches vm-init, else the stand-in in
-// testdata/agent.
+// testAgent returns an isobench binary that can be a VM's init.
 func testAgent(t *testing.T) string {
 	t.Helper()
 	bin := conformance.BuildAgent(t)
 	out, _ := exec.Command(bin, "agent", "vm-init", "probe").Output()
-	if strings.TrimSpace(string(out)) == guest.ProbeOutput {
-		return bin
+	if strings.TrimSpace(string(out)) != guest.ProbeOutput {
+		t.Fatalf("%s agent vm-init probe printed %q, want %q", bin, out, guest.ProbeOutput)
 	}
-	t.Logf("the agent binary has no vm-init yet; using testdata/agent")
-	dst := filepath.Join(t.TempDir(), "isobench")
-	cmd := exec.Command("go", "build", "-o", dst, "./testdata/agent")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/agent: %v\n%s", err, msg)
-	}
-	return dst
+	return bin
 }
 
 func newTestPlatform(t *testing.T, agent, state, opts string) *Platform {

@@ -3,6 +3,8 @@
 package disk
 
 import (
+	"github.com/isobench/isobench/internal/hist"
+
 	"context"
 	"errors"
 	"fmt"
@@ -72,7 +74,7 @@ func runAIO(ctx context.Context, j *job, bufs [][]byte, seed uint64, deadline ti
 	started := make([]time.Time, depth)
 	events := make([]ioEvent, depth)
 	r := rng((seed + 1) * 0xD6E8FEB86659FD93)
-	var h Histogram
+	var h hist.Histogram
 	var reads, writes int64
 	defer func() { j.merge(&h, reads, writes) }()
 

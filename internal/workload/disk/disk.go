@@ -24,10 +24,11 @@
 package disk
 
 import (
+	"github.com/isobench/isobench/internal/hist"
+
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"sync"
@@ -115,80 +116,6 @@ func (r *rng) fill(b []byte) {
 	}
 }
 
-// Histogram counts latencies in nanoseconds in log-linear buckets: 32 per
-// power of two (about 3% wide), exact below 64 ns.
-type Histogram struct {
-	counts [1920]uint64
-	n      uint64
-	max    uint64
-}
-
-func bucket(v uint64) int {
-	if v < 64 {
-		return int(v)
-	}
-	shift := bits.Len64(v) - 6
-	return (shift+1)<<5 + int((v>>shift)&31)
-}
-
-// bucketMid is the middle of bucket b's value range.
-func bucketMid(b int) uint64 {
-	if b < 64 {
-		return uint64(b)
-	}
-	shift := b>>5 - 1
-	m := uint64(b&31 | 32)
-	lo := m << shift
-	hi := (m+1)<<shift - 1
-	return lo + (hi-lo)/2
-}
-
-// Record adds one latency.
-func (h *Histogram) Record(d time.Duration) {
-	v := uint64(max(d, 0))
-	h.counts[bucket(v)]++
-	h.n++
-	if v > h.max {
-		h.max = v
-	}
-}
-
-// Merge adds o's counts to h.
-func (h *Histogram) Merge(o *Histogram) {
-	for i, c := range o.counts {
-		h.counts[i] += c
-	}
-	h.n += o.n
-	h.max = max(h.max, o.max)
-}
-
-// Count is how many latencies were recorded.
-func (h *Histogram) Count() uint64 { return h.n }
-
-// Max is the largest latency recorded, exactly.
-func (h *Histogram) Max() time.Duration { return time.Duration(h.max) }
-
-// Percentile returns the nearest-rank pct-th percentile, to the bucket's
-// middle (never above the exact maximum).
-func (h *Histogram) Percentile(pct float64) time.Duration {
-	if h.n == 0 {
-		return 0
-	}
-	rank := uint64(pct / 100 * float64(h.n))
-	if float64(rank) < pct/100*float64(h.n) {
-		rank++
-	}
-	rank = max(rank, 1)
-	var seen uint64
-	for b, c := range h.counts {
-		seen += c
-		if seen >= rank {
-			return time.Duration(min(bucketMid(b), h.max))
-		}
-	}
-	return time.Duration(h.max)
-}
-
 // job is one fio job: its file, what it does, and what it measured.
 type job struct {
 	f          *os.File
@@ -202,7 +129,7 @@ type job struct {
 	writes     atomic.Int64 // for fsync=N
 
 	mu              sync.Mutex // guards the results below, merged by workers
-	hist            Histogram
+	hist            hist.Histogram
 	nReads, nWrites int64
 }
 
@@ -229,7 +156,7 @@ func (j *job) wrote() error {
 }
 
 // merge adds one worker's results to the job's.
-func (j *job) merge(h *Histogram, reads, writes int64) {
+func (j *job) merge(h *hist.Histogram, reads, writes int64) {
 	j.mu.Lock()
 	j.hist.Merge(h)
 	j.nReads += reads
@@ -253,7 +180,7 @@ func runThreads(ctx context.Context, j *job, bufs [][]byte, seed uint64, deadlin
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			var h Histogram
+			var h hist.Histogram
 			var reads, writes int64
 			defer func() { j.merge(&h, reads, writes) }()
 			buf := bufs[w]
@@ -463,7 +390,7 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) (ms []s
 		return nil, err
 	}
 
-	var h Histogram
+	var h hist.Histogram
 	var reads, writes int64
 	for _, j := range jobs {
 		h.Merge(&j.hist)

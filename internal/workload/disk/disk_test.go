@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,43 +46,6 @@ func TestAlignedBuffer(t *testing.T) {
 		if len(b) != n || uintptr(unsafe.Pointer(&b[0]))%align != 0 {
 			t.Fatalf("AlignedBuffer(%d): len %d, address %% %d = %d", n, len(b), align, uintptr(unsafe.Pointer(&b[0]))%align)
 		}
-	}
-}
-
-func TestHistogram(t *testing.T) {
-	// Buckets are contiguous and increasing.
-	prev := -1
-	for v := uint64(0); v < 1<<20; v++ {
-		b := bucket(v)
-		if b != prev && b != prev+1 {
-			t.Fatalf("bucket(%d) = %d after %d", v, b, prev)
-		}
-		prev = b
-	}
-	if b := bucket(^uint64(0)); b >= len(Histogram{}.counts) {
-		t.Fatalf("bucket(max) = %d out of range", b)
-	}
-	var h Histogram
-	for i := 1; i <= 1000; i++ {
-		h.Record(time.Duration(i) * time.Microsecond)
-	}
-	for _, c := range []struct {
-		pct  float64
-		want time.Duration
-	}{{50, 500 * time.Microsecond}, {95, 950 * time.Microsecond}, {99, 990 * time.Microsecond}} {
-		got := h.Percentile(c.pct)
-		if d := float64(got-c.want) / float64(c.want); d < -0.04 || d > 0.04 {
-			t.Errorf("p%v = %v, want about %v", c.pct, got, c.want)
-		}
-	}
-	if h.Max() != time.Millisecond || h.Percentile(100) > time.Millisecond {
-		t.Errorf("max %v, p100 %v", h.Max(), h.Percentile(100))
-	}
-	var m Histogram
-	m.Merge(&h)
-	m.Merge(&h)
-	if m.Count() != 2000 || m.Percentile(50) != h.Percentile(50) {
-		t.Errorf("merge: count %d, p50 %v vs %v", m.Count(), m.Percentile(50), h.Percentile(50))
 	}
 }
 

@@ -1,6 +1,8 @@
 package fsbench
 
 import (
+	"github.com/isobench/isobench/internal/hist"
+
 	"context"
 	"errors"
 	"fmt"
@@ -55,7 +57,7 @@ type openFile struct {
 
 // threadStats is what one thread measured.
 type threadStats struct {
-	hist         [numOps]*Histogram
+	hist         [numOps]*hist.Histogram
 	rbytes       int64
 	wbytes       int64
 	pickFailures int64
@@ -65,7 +67,7 @@ type threadStats struct {
 
 func (s *threadStats) record(k opKind, d time.Duration) {
 	if s.hist[k] == nil {
-		s.hist[k] = &Histogram{}
+		s.hist[k] = &hist.Histogram{}
 	}
 	s.hist[k].Record(d)
 }

@@ -9,6 +9,8 @@
 package fsbench
 
 import (
+	"github.com/isobench/isobench/internal/hist"
+
 	"context"
 	"errors"
 	"fmt"
@@ -383,8 +385,8 @@ func Run(ctx context.Context, c Config, dir string, ready workload.Barrier) ([]s
 // summarize merges the threads' statistics into FileBench's IO summary and
 // per-flowop figures.
 func summarize(flow []flowop, threads []*thread, elapsed time.Duration) ([]sample.Metric, error) {
-	var per [numOps]Histogram
-	var total Histogram
+	var per [numOps]hist.Histogram
+	var total hist.Histogram
 	var rbytes, wbytes, pickFailures int64
 	for _, t := range threads {
 		for k, h := range t.stats.hist {

@@ -138,36 +138,6 @@ func TestDirectoryTree(t *testing.T) {
 	}
 }
 
-func TestHistogram(t *testing.T) {
-	var h Histogram
-	for i := 1; i <= 1000; i++ {
-		h.Record(time.Duration(i) * time.Microsecond)
-	}
-	if h.Count() != 1000 || h.Mean() != 500500*time.Nanosecond || h.Max() != time.Millisecond {
-		t.Fatalf("count %d mean %v max %v", h.Count(), h.Mean(), h.Max())
-	}
-	for _, tc := range []struct {
-		pct  float64
-		want time.Duration
-	}{{50, 500 * time.Microsecond}, {99, 990 * time.Microsecond}, {100, time.Millisecond}} {
-		got := h.Percentile(tc.pct)
-		if rel := math.Abs(float64(got-tc.want)) / float64(tc.want); rel > 1.0/32 {
-			t.Errorf("p%v = %v, want %v within 1/32", tc.pct, got, tc.want)
-		}
-	}
-	var small Histogram
-	small.Record(3)
-	if small.Percentile(99) != 3 {
-		t.Errorf("exact small bucket: %v", small.Percentile(99))
-	}
-	for _, v := range []uint64{0, 15, 16, 17, 31, 32, 1000, 1 << 30, 1<<41 - 1} {
-		lo, w := histBounds(histIndex(v))
-		if v < lo || v >= lo+w {
-			t.Errorf("value %d not in its bucket [%d,%d)", v, lo, lo+w)
-		}
-	}
-}
-
 func resolve(t *testing.T, raw map[string]string) workload.Params {
 	t.Helper()
 	p, err := Def.Resolve(raw)

@@ -28,30 +28,7 @@ var agentBin string // built once by TestMain
 
 // TestMain builds the isobench binary (the lifecycle workloads are
 // registered in it) once for every platform test.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "lifecycle-agent-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	agentBin, err = conformance.BuildAgentTo(context.Background(), dir, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the agent: %v\n", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	// a cpu-only stand-in agent (cmd/isobench did not build) cannot serve
-	// the lifecycle workloads' in-guest load: say so instead of failing
-	// obscurely
-	if out, err := exec.Command(agentBin, "workloads").CombinedOutput(); err != nil || !strings.Contains(string(out), "footprint") {
-		fmt.Fprintf(os.Stderr, "the agent %s has no lifecycle workloads (did cmd/isobench build?): %v\n%s", agentBin, err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(conformance.AgentTestMain(m, &agentBin, "footprint")) }
 
 var seq atomic.Int64
 

@@ -1,13 +1,13 @@
 package netbench
 
 import (
+	"github.com/isobench/isobench/internal/hist"
+
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/bits"
 	"net"
 	"net/netip"
 	"sync"
@@ -72,10 +72,10 @@ func (c *client) close() {
 
 // result is what a client measured.
 type result struct {
-	bytes   int64         // stream payload bytes counted at the receiver
-	trans   int64         // rr/crr transactions
-	elapsed time.Duration // from start to the last stream's end
-	hist    *histogram    // rr/crr latency
+	bytes   int64           // stream payload bytes counted at the receiver
+	trans   int64           // rr/crr transactions
+	elapsed time.Duration   // from start to the last stream's end
+	hist    *hist.Histogram // rr/crr latency
 }
 
 // run is the timed part: every stream for the configured duration.
@@ -120,13 +120,13 @@ func (c *client) run(ctx context.Context) (result, error) {
 	if err := errors.Join(errs...); err != nil {
 		return result{}, err
 	}
-	total := result{hist: &histogram{}}
+	total := result{hist: &hist.Histogram{}}
 	for _, r := range res {
 		total.bytes += r.bytes
 		total.trans += r.trans
 		total.elapsed = max(total.elapsed, r.elapsed)
 		if r.hist != nil {
-			total.hist.merge(r.hist)
+			total.hist.Merge(r.hist)
 		}
 	}
 	return total, nil
@@ -185,7 +185,7 @@ func (c *client) download(conn net.Conn, start, end time.Time) (result, error) {
 }
 
 func (c *client) rr(ctx context.Context, conn net.Conn, start, end time.Time) (result, error) {
-	h := &histogram{}
+	h := &hist.Histogram{}
 	if _, err := conn.Write(header{mode: modeRR, msg: uint32(c.cfg.msg), resp: uint32(c.cfg.resp)}.encode()); err != nil {
 		return result{}, fmt.Errorf("netbench rr: %w", err)
 	}
@@ -216,7 +216,7 @@ func (c *client) rr(ctx context.Context, conn net.Conn, start, end time.Time) (r
 				return err
 			}
 			now = time.Now()
-			h.add(now.Sub(t))
+			h.Record(now.Sub(t))
 			n++
 		}
 		return nil
@@ -238,7 +238,7 @@ func (c *client) crr(ctx context.Context, start, end time.Time) (result, error) 
 	if err != nil {
 		return result{}, fmt.Errorf("netbench crr: %w", err)
 	}
-	h := &histogram{}
+	h := &hist.Histogram{}
 	msg := append(header{mode: modeCRR, msg: uint32(c.cfg.msg), resp: uint32(c.cfg.resp)}.encode(), make([]byte, c.cfg.msg)...)
 	resp := make([]byte, c.cfg.resp)
 	giveUp := end.Add(grace)
@@ -261,7 +261,7 @@ func (c *client) crr(ctx context.Context, start, end time.Time) (result, error) 
 			return result{}, fmt.Errorf("netbench crr: %s: %w", c.cfg.addr, err)
 		}
 		now = time.Now()
-		h.add(now.Sub(t))
+		h.Record(now.Sub(t))
 		n++
 	}
 	return result{trans: n, elapsed: now.Sub(start), hist: h}, nil
@@ -377,80 +377,12 @@ func metrics(mode string, r result) ([]sample.Metric, error) {
 		}
 		return []sample.Metric{
 			{Name: name, Value: float64(r.trans) / secs, Unit: unit, Better: sample.Higher, Agg: sample.Sum},
-			{Name: "latency_avg", Value: us(r.hist.mean()), Unit: "us", Better: sample.Lower, Agg: sample.Mean},
-			{Name: "latency_p50", Value: us(r.hist.quantile(0.50)), Unit: "us", Better: sample.Lower, Agg: sample.Max},
-			{Name: "latency_p99", Value: us(r.hist.quantile(0.99)), Unit: "us", Better: sample.Lower, Agg: sample.Max},
+			{Name: "latency_avg", Value: us(float64(r.hist.Mean())), Unit: "us", Better: sample.Lower, Agg: sample.Mean},
+			{Name: "latency_p50", Value: us(float64(r.hist.Percentile(50))), Unit: "us", Better: sample.Lower, Agg: sample.Max},
+			{Name: "latency_p99", Value: us(float64(r.hist.Percentile(99))), Unit: "us", Better: sample.Lower, Agg: sample.Max},
 		}, nil
 	}
 	return nil, fmt.Errorf("netbench: unknown mode %q", mode)
 }
 
 func us(d float64) float64 { return d / 1e3 }
-
-// histogram is a log-linear latency histogram in nanoseconds: exact below
-// 128 ns, then 128 buckets per power of two (relative error below 0.8%).
-type histogram struct {
-	counts [sub + 40*sub]int64
-	n      int64
-	sum    float64 // ns
-}
-
-const sub = 128
-
-func bucket(v int64) int {
-	if v < sub {
-		return int(max(v, 0))
-	}
-	shift := bits.Len64(uint64(v)) - 8
-	i := sub + shift*sub + int(v>>shift) - sub
-	return min(i, len(histogram{}.counts)-1)
-}
-
-// mid is the middle of bucket i in ns.
-func mid(i int) float64 {
-	if i < sub {
-		return float64(i)
-	}
-	shift := (i - sub) / sub
-	top := sub + (i-sub)%sub
-	lo := float64(int64(top) << shift)
-	return lo + float64(int64(1)<<shift)/2
-}
-
-func (h *histogram) add(d time.Duration) {
-	h.counts[bucket(int64(d))]++
-	h.n++
-	h.sum += float64(d)
-}
-
-func (h *histogram) merge(o *histogram) {
-	for i, c := range o.counts {
-		h.counts[i] += c
-	}
-	h.n += o.n
-	h.sum += o.sum
-}
-
-func (h *histogram) mean() float64 {
-	if h.n == 0 {
-		return 0
-	}
-	return h.sum / float64(h.n)
-}
-
-// quantile returns the q-quantile (0..1) in ns.
-func (h *histogram) quantile(q float64) float64 {
-	if h.n == 0 {
-		return 0
-	}
-	rank := int64(math.Ceil(q * float64(h.n)))
-	rank = max(rank, 1)
-	var cum int64
-	for i, c := range h.counts {
-		cum += c
-		if cum >= rank {
-			return mid(i)
-		}
-	}
-	return mid(len(h.counts) - 1)
-}

@@ -30,52 +30,7 @@ var agentBin string // built once by TestMain
 
 // TestMain builds the isobench binary (the network workloads are
 // registered in it) once for every platform test.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "netbench-agent-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	agentBin, err = conformance.BuildAgentTo(context.Background(), dir, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the agent: %v\n", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	// a cpu-only stand-in agent (cmd/isobench did not build) cannot serve
-	// the network workloads' halves: say so instead of failing obscurely
-	if out, err := exec.Command(agentBin, "workloads").CombinedOutput(); err != nil || !strings.Contains(string(out), "tcp-stream") {
-		fmt.Fprintf(os.Stderr, "the agent %s has no network workloads (did cmd/isobench build?): %v\n%s", agentBin, err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-func TestHistogram(t *testing.T) {
-	h := &histogram{}
-	for i := 1; i <= 1000; i++ {
-		h.add(time.Duration(i) * time.Microsecond)
-	}
-	for _, c := range []struct{ q, want float64 }{{0.5, 500e3}, {0.99, 990e3}, {1, 1000e3}} {
-		got := h.quantile(c.q)
-		if math.Abs(got-c.want)/c.want > 0.01 {
-			t.Errorf("quantile(%v) = %v ns, want %v within 1%%", c.q, got, c.want)
-		}
-	}
-	if m := h.mean(); math.Abs(m-500.5e3) > 1 {
-		t.Errorf("mean = %v, want 500500", m)
-	}
-	// bucket and mid agree: every value lands in a bucket whose middle is close
-	for _, v := range []int64{0, 1, 127, 128, 255, 256, 1000, 123456, 1 << 40} {
-		m := mid(bucket(v))
-		if math.Abs(m-float64(v)) > math.Max(1, float64(v)/128) {
-			t.Errorf("value %d: bucket middle %v is too far", v, m)
-		}
-	}
-}
+func TestMain(m *testing.M) { os.Exit(conformance.AgentTestMain(m, &agentBin, "tcp-stream")) }
 
 func TestCheckAddr(t *testing.T) {
 	for _, a := range []string{"127.0.0.1", "172.17.0.2", "10.199.0.5", "192.168.1.2", "::1"} {

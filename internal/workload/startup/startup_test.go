@@ -24,22 +24,7 @@ import (
 
 var agentBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "startup-agent-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	agentBin, err = conformance.BuildAgentTo(context.Background(), dir, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the agent: %v\n", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(conformance.AgentTestMain(m, &agentBin)) }
 
 var seq atomic.Int64
 
