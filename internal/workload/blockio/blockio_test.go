@@ -117,22 +117,3 @@ func TestCancelRemovesFile(t *testing.T) {
 	}
 }
 
-// TestManual runs the workload with ISOBENCH_BLOCKIO_PARAMS and logs its
-// metrics.
-func TestManual(t *testing.T) {
-	params, ok := os.LookupEnv("ISOBENCH_BLOCKIO_PARAMS")
-	if !ok {
-		t.Skip("set ISOBENCH_BLOCKIO_PARAMS to run")
-	}
-	p, err := Def.FromString(params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := Def.Agent(context.Background(), p, func() error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		t.Logf("%s %.1f %s", m.Name, m.Value, m.Unit)
-	}
-}

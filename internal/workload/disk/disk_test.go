@@ -186,26 +186,6 @@ func TestLayoutIsNotSparse(t *testing.T) {
 	}
 }
 
-// TestManual runs the workload with ISOBENCH_DISK_PARAMS and logs its
-// metrics; it is how the comparison with fio was made.
-func TestManual(t *testing.T) {
-	params, ok := os.LookupEnv("ISOBENCH_DISK_PARAMS")
-	if !ok {
-		t.Skip("set ISOBENCH_DISK_PARAMS to run")
-	}
-	p, err := Def.FromString(params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := Def.Agent(context.Background(), p, func() error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		t.Logf("%s %.3f %s", m.Name, m.Value, m.Unit)
-	}
-}
-
 func TestPreallocateAllocatesWithoutWriting(t *testing.T) {
 	path := t.TempDir() + "/f"
 	const size = 3<<20 + 4096

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -143,12 +142,3 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-// TestManual runs the workload with ISOBENCH_MEMORY_PARAMS and logs its
-// metrics; it is how the comparison with sysbench was made.
-func TestManual(t *testing.T) {
-	params, ok := os.LookupEnv("ISOBENCH_MEMORY_PARAMS")
-	if !ok {
-		t.Skip("set ISOBENCH_MEMORY_PARAMS to run")
-	}
-	t.Logf("%s: %v", params, runOnce(t, params))
-}

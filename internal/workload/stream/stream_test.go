@@ -152,26 +152,6 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-// TestManual runs the workload with ISOBENCH_STREAM_PARAMS and logs its
-// metrics; it is how the comparison with bench/stream/stream.c was made.
-func TestManual(t *testing.T) {
-	params, ok := os.LookupEnv("ISOBENCH_STREAM_PARAMS")
-	if !ok {
-		t.Skip("set ISOBENCH_STREAM_PARAMS to run")
-	}
-	p, err := Def.FromString(params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := Def.Agent(context.Background(), p, func() error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		t.Logf("%s %.1f %s", m.Name, m.Value, m.Unit)
-	}
-}
-
 func TestCopyMatchesBuiltin(t *testing.T) {
 	const n = 3*ntBlock/8 + 1000
 	src := make([]float64, n)
