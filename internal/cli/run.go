@@ -21,6 +21,7 @@ import (
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/stats"
 	"github.com/isobench/isobench/internal/store"
+	"github.com/isobench/isobench/internal/workload"
 )
 
 const runSynopsis = `run [study.yaml] [--platform P]... [--workload W]... [flags]
@@ -260,11 +261,17 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 		if err != nil {
 			return runner.Plan{}, nil, usage("%v", err)
 		}
-		params, err := def.Resolve(sp.Params)
+		variants, err := workload.Expand(sp.Params) // threads=1|2|4: one job per value
 		if err != nil {
-			return runner.Plan{}, nil, usage("%v", err)
+			return runner.Plan{}, nil, usage("workload %s: %v", sp.Name, err)
 		}
-		plan.Jobs = append(plan.Jobs, runner.Job{Def: def, Params: params})
+		for _, v := range variants {
+			params, err := def.Resolve(v.Raw)
+			if err != nil {
+				return runner.Plan{}, nil, usage("%v", err)
+			}
+			plan.Jobs = append(plan.Jobs, runner.Job{Def: def, Params: params, Tags: v.Tags()})
+		}
 	}
 	if err := plan.Validate(); err != nil {
 		return runner.Plan{}, nil, usage("%v", err)

@@ -35,6 +35,9 @@ type Target struct {
 type Job struct {
 	Def    workload.Def
 	Params workload.Params
+	// Tags are added to every sample of the job (e.g. sweep=threads when
+	// the job is one value of a parameter sweep).
+	Tags map[string]string
 }
 
 // Plan is the matrix to run.
@@ -241,6 +244,13 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 		repIndex = rep + p.Warmup
 	}
 	mk := func(m sample.Metric, instance int, tags map[string]string, start time.Time, dur time.Duration) sample.Sample {
+		if len(job.Tags) > 0 {
+			tags = maps.Clone(tags)
+			if tags == nil {
+				tags = map[string]string{}
+			}
+			maps.Copy(tags, job.Tags)
+		}
 		return sample.Sample{
 			RunID: r.RunID, Platform: t.Name, Options: t.Options, Workload: job.Def.Name, Params: job.Params.String(),
 			Instances: n, Instance: instance, Rep: repIndex, Warmup: rep < 0,

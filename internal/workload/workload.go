@@ -288,3 +288,84 @@ func (r Registry) Names() []string {
 	sort.Strings(n)
 	return n
 }
+
+// SweepSep separates the values of a swept parameter: "threads=1|2|4" runs
+// the workload once per value. '|' cannot be confused with the ',' between
+// parameters (spec.Parse splits on commas) and no parameter value uses it.
+const SweepSep = "|"
+
+// SweepTag is the sample tag naming the swept parameter(s) of a job, so
+// reports can plot a cell's metric against it (e.g. sweep=threads).
+const SweepTag = "sweep"
+
+// Variant is one point of a sweep: the raw parameters with one value per
+// swept parameter, and the names of the parameters that were swept
+// (sorted; empty when nothing was swept).
+type Variant struct {
+	Raw   map[string]string
+	Sweep []string
+}
+
+// Tags returns the sample tags recording the sweep (nil without one).
+func (v Variant) Tags() map[string]string {
+	if len(v.Sweep) == 0 {
+		return nil
+	}
+	return map[string]string{SweepTag: strings.Join(v.Sweep, ",")}
+}
+
+// Expand turns raw parameters in which some values list alternatives
+// separated by SweepSep ("threads=1|2|4") into one parameter set per
+// combination, in the order the values were written; with several swept
+// parameters the first by name varies slowest. Without a sweep it returns
+// raw itself as the only variant. An empty alternative or a value given
+// twice is an error.
+func Expand(raw map[string]string) ([]Variant, error) {
+	var swept []string
+	values := map[string][]string{}
+	for k, v := range raw {
+		if !strings.Contains(v, SweepSep) {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, x := range strings.Split(v, SweepSep) {
+			x = strings.TrimSpace(x)
+			if x == "" {
+				return nil, fmt.Errorf("parameter %s=%q: empty value in a sweep (want e.g. %s=1|2|4)", k, v, k)
+			}
+			if seen[x] {
+				return nil, fmt.Errorf("parameter %s=%q: value %s given twice in a sweep", k, v, x)
+			}
+			seen[x] = true
+			values[k] = append(values[k], x)
+		}
+		swept = append(swept, k)
+	}
+	sort.Strings(swept)
+	out := []Variant{{Raw: map[string]string{}}}
+	for k, v := range raw {
+		if _, ok := values[k]; !ok {
+			out[0].Raw[k] = v
+		}
+	}
+	for _, k := range swept {
+		var next []Variant
+		for _, base := range out {
+			for _, x := range values[k] {
+				r := make(map[string]string, len(base.Raw)+1)
+				for bk, bv := range base.Raw {
+					r[bk] = bv
+				}
+				r[k] = x
+				next = append(next, Variant{Raw: r})
+			}
+		}
+		out = next
+	}
+	if len(swept) > 0 {
+		for i := range out {
+			out[i].Sweep = swept
+		}
+	}
+	return out, nil
+}

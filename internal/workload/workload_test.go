@@ -85,3 +85,55 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("lookup error should list known workloads: %v", err)
 	}
 }
+
+func TestExpandSweeps(t *testing.T) {
+	vs, err := Expand(map[string]string{"threads": "1|2|4", "size": "4k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range vs {
+		if v.Raw["size"] != "4k" || strings.Join(v.Sweep, ",") != "threads" || v.Tags()[SweepTag] != "threads" {
+			t.Fatalf("variant %+v", v)
+		}
+		got = append(got, v.Raw["threads"])
+		if _, err := testDef.Resolve(v.Raw); err != nil {
+			t.Fatalf("variant %v does not resolve: %v", v.Raw, err)
+		}
+	}
+	if strings.Join(got, " ") != "1 2 4" {
+		t.Fatalf("threads in order %v, want 1 2 4", got)
+	}
+
+	// Two swept parameters: the product, the first by name varying slowest.
+	vs, err = Expand(map[string]string{"threads": "1|2", "mode": "a|b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, v := range vs {
+		got = append(got, v.Raw["mode"]+v.Raw["threads"])
+		if v.Tags()[SweepTag] != "mode,threads" {
+			t.Fatalf("tags %v", v.Tags())
+		}
+	}
+	if strings.Join(got, " ") != "a1 a2 b1 b2" {
+		t.Fatalf("product %v", got)
+	}
+
+	// No sweep: one variant, no tags.
+	vs, err = Expand(map[string]string{"threads": "2"})
+	if err != nil || len(vs) != 1 || vs[0].Raw["threads"] != "2" || vs[0].Tags() != nil {
+		t.Fatalf("plain expand: %v %+v", err, vs)
+	}
+
+	for _, bad := range []string{"1||2", "1|2|1", "|4"} {
+		if _, err := Expand(map[string]string{"threads": bad}); err == nil {
+			t.Errorf("threads=%s accepted", bad)
+		}
+	}
+	// Unexpanded, a sweep is not a valid value.
+	if _, err := testDef.Resolve(map[string]string{"threads": "1|2"}); err == nil {
+		t.Error("Resolve accepted threads=1|2")
+	}
+}
