@@ -116,4 +116,3 @@ func TestCancelRemovesFile(t *testing.T) {
 		t.Errorf("%d files left after cancel", len(ents))
 	}
 }
-

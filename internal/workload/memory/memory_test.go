@@ -141,4 +141,3 @@ func TestCancel(t *testing.T) {
 		t.Fatal("cancelled run reported success")
 	}
 }
-
