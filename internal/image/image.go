@@ -9,6 +9,8 @@
 package image
 
 import (
+	"github.com/isobench/isobench/internal/fstree"
+
 	"github.com/isobench/isobench/internal/platform"
 
 	"archive/tar"
@@ -18,7 +20,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,38 +205,21 @@ func copyFile(src, dst string, mode os.FileMode) error {
 // form `docker import` and `podman import` take.
 func Tar(dir string, w io.Writer) error {
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := fstree.Walk(dir, func(e fstree.Entry) error {
+		hdr, err := tar.FileInfoHeader(e.Info, e.Link)
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil || rel == "." {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		link := ""
-		if info.Mode()&os.ModeSymlink != 0 {
-			if link, err = os.Readlink(path); err != nil {
-				return err
-			}
-		}
-		hdr, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return err
-		}
-		hdr.Name = filepath.ToSlash(rel)
-		if info.IsDir() {
+		hdr.Name = e.Rel
+		if e.Info.IsDir() {
 			hdr.Name += "/"
 		}
 		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "root", "root"
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
-		if info.Mode().IsRegular() {
-			f, err := os.Open(path)
+		if e.Info.Mode().IsRegular() {
+			f, err := os.Open(e.Path)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,8 @@
 package qemu
 
 import (
+	"github.com/isobench/isobench/internal/fstree"
+
 	"bufio"
 	"compress/gzip"
 	"context"
@@ -8,7 +10,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,37 +87,22 @@ func (c *cpioWriter) Close() error {
 // plus /dev/console, which the kernel needs before init runs.
 func writeCPIO(w io.Writer, dir string) error {
 	c := &cpioWriter{w: w}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil || rel == "." {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		perm := uint32(info.Mode().Perm())
-		if info.Mode()&os.ModeSticky != 0 {
+	err := fstree.Walk(dir, func(e fstree.Entry) error {
+		perm := uint32(e.Info.Mode().Perm())
+		if e.Info.Mode()&os.ModeSticky != 0 {
 			perm |= syscall.S_ISVTX
 		}
 		switch {
-		case info.IsDir():
-			c.Dir(rel, perm)
-		case info.Mode()&os.ModeSymlink != 0:
-			t, err := os.Readlink(path)
+		case e.Info.IsDir():
+			c.Dir(e.Rel, perm)
+		case e.Link != "":
+			c.Symlink(e.Rel, e.Link)
+		case e.Info.Mode().IsRegular():
+			b, err := os.ReadFile(e.Path)
 			if err != nil {
 				return err
 			}
-			c.Symlink(rel, t)
-		case info.Mode().IsRegular():
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			c.File(rel, perm, b)
+			c.File(e.Rel, perm, b)
 		}
 		return c.err
 	})
