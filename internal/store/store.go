@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -52,7 +53,8 @@ CREATE INDEX IF NOT EXISTS samples_cell ON samples(run_id, workload, metric, pla
 
 // Store is an open result database.
 type Store struct {
-	db *sql.DB
+	db   *sql.DB
+	cols map[string]bool // columns of runs
 }
 
 // ErrEmptyPath is returned for an empty store path: it would otherwise
@@ -96,10 +98,16 @@ func escapePath(p string) string {
 	return b.String()
 }
 
-// Open opens or creates the database at path; path is always a plain file
-// path, never a URI.
+// ErrNotStore is returned for a file that is not an isobench store: another
+// SQLite database, or not a database at all. Such a file is never changed.
+var ErrNotStore = errors.New("not an isobench store")
+
+// Open opens the store at path for writing, creating it if it does not
+// exist; path is always a plain file path, never a URI. An existing file
+// that is not an isobench store (another SQLite database, any other file)
+// is refused before anything is written to it.
 func Open(ctx context.Context, path string) (*Store, error) {
-	u, err := uri(path, "_pragma=busy_timeout(5000)", "_pragma=journal_mode(WAL)", "_pragma=synchronous(NORMAL)")
+	u, err := uri(path, "_pragma=busy_timeout(5000)", "_pragma=synchronous(NORMAL)")
 	if err != nil {
 		return nil, err
 	}
@@ -108,13 +116,120 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	s := &Store{db: db}
+	if err := s.init(ctx, path); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("store %s: not an isobench database or not writable: %w", path, err)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) init(ctx context.Context, path string) error {
+	tables, err := tableNames(ctx, s.db)
+	if err != nil {
+		return fmt.Errorf("store %s: %w (%w)", path, ErrNotStore, err)
+	}
+	if !isStore(tables) && len(tables) > 0 {
+		return fmt.Errorf("store %s: %w: it is another SQLite database (tables %v)", path, ErrNotStore, tables)
+	}
+	// WAL only once the file is known to be empty or a store: the mode
+	// is persistent in the file.
+	if _, err := s.db.ExecContext(ctx, `PRAGMA journal_mode=WAL`); err != nil {
+		return fmt.Errorf("store %s: %w", path, err)
+	}
+	if _, err := s.db.ExecContext(ctx, schema); err != nil {
+		return fmt.Errorf("store %s: not writable: %w", path, err)
 	}
 	// stores written before the error column existed
-	db.ExecContext(ctx, `ALTER TABLE runs ADD COLUMN error TEXT NOT NULL DEFAULT ''`)
-	return &Store{db: db}, nil
+	s.db.ExecContext(ctx, `ALTER TABLE runs ADD COLUMN error TEXT NOT NULL DEFAULT ''`)
+	return s.probe(ctx)
+}
+
+// OpenReadOnly opens an existing store for reading only (SQLite mode=ro):
+// it never creates the file, a table or an index, never migrates and never
+// changes the journal mode. A file that is not an isobench store is refused
+// with ErrNotStore.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	u, err := uri(path, "mode=ro", "_pragma=busy_timeout(5000)")
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", u)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	tables, err := tableNames(ctx, db)
+	if err != nil {
+		db.Close()
+		if _, serr := os.Stat(path); serr != nil {
+			return nil, fmt.Errorf("store %s: %w", path, serr)
+		}
+		return nil, fmt.Errorf("store %s: %w (%w)", path, ErrNotStore, err)
+	}
+	if !isStore(tables) {
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w (it has no runs and samples tables)", path, ErrNotStore)
+	}
+	s := &Store{db: db}
+	if err := s.probe(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func tableNames(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+func isStore(tables []string) bool {
+	var runs, samples bool
+	for _, t := range tables {
+		runs = runs || t == "runs"
+		samples = samples || t == "samples"
+	}
+	return runs && samples
+}
+
+// probe notes which optional columns the runs table has, so a read-only
+// store written by an older isobench is read without migrating it.
+func (s *Store) probe(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT name FROM pragma_table_info('runs')`)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer rows.Close()
+	s.cols = map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		s.cols[n] = true
+	}
+	return rows.Err()
+}
+
+// col is column name when the runs table has it, else def.
+func (s *Store) col(name, def string) string {
+	if s.cols[name] {
+		return name
+	}
+	return def
 }
 
 // Close closes the database.
@@ -250,7 +365,7 @@ func (s *Store) Samples(ctx context.Context, f Filter) ([]sample.Sample, error) 
 
 // Runs lists the runs, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, started, COALESCE(finished,''), status, study, fingerprint, error FROM runs ORDER BY id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, started, COALESCE(finished,''), status, study, fingerprint, `+s.col("error", "''")+` FROM runs ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: query runs: %w", err)
 	}
