@@ -1,7 +1,19 @@
 // Package hostnet manages the one bridge isobench creates on the host for
-// platforms that need one (LXC, QEMU): its creation, IP leases for the
-// instances on it, tap and veth clean-up, and its removal once no lease is
-// left. Leases are files, so concurrent isobench processes agree.
+// platforms that need one (LXC, LXD, runc, nspawn, gVisor, QEMU): its
+// creation, IP leases for the instances on it, tap and veth clean-up, and
+// its removal once nobody uses it.
+//
+// Concurrent isobench processes share the bridge. Every step that changes
+// it (creation, a lease, a release, removal) holds an flock on a file
+// beside the lease directory, so processes agree. The bridge has a fixed
+// MAC address, set when it is created: a bridge without one takes its
+// lowest port's address, which changes as any process adds or removes a
+// veth, and the instances of every other run keep the old gateway address
+// in their neighbour caches and lose traffic until it expires. The bridge
+// and its firewall rule are removed only when no port (veth, tap) is left
+// on it and no live process holds a lease; a lease names the process (pid
+// and start time) that took it, so one left by a process that died is
+// recognised as stale.
 //
 // Only this bridge and the devices isobench attaches to it are ever
 // addressed by isobench's network workloads.
@@ -9,14 +21,20 @@ package hostnet
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/isobench/isobench/internal/cleanup/runrec"
 )
 
 // Bridge defaults. The subnet is private and exists only on this bridge.
@@ -75,16 +93,30 @@ func (b *Bridge) lock() (unlock func(), err error) {
 // Gateway is the host's address on the bridge (the prefix's first host).
 func (b *Bridge) Gateway() netip.Addr { return b.Prefix.Addr().Next() }
 
-// Ensure creates the bridge with the gateway address if it does not exist
-// (or completes one another process left half made), and brings it up.
+// MAC is the bridge's fixed address: locally administered, unicast, and
+// derived from its name, so every process sets the same one.
+func (b *Bridge) MAC() net.HardwareAddr {
+	h := sha256.Sum256([]byte("isobench bridge " + b.Name))
+	return net.HardwareAddr{h[0]&0xfc | 0x02, h[1], h[2], h[3], h[4], h[5]}
+}
+
+// Ensure creates the bridge with its fixed MAC and the gateway address if
+// it does not exist (or completes one another process left half made, and
+// fixes the MAC of one made without it), and brings it up.
 func (b *Bridge) Ensure(ctx context.Context) error {
 	unlock, err := b.lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	mac := b.MAC().String()
 	if _, err := os.Stat("/sys/class/net/" + b.Name); err != nil {
-		if err := ip(ctx, "link", "add", b.Name, "type", "bridge"); err != nil && !strings.Contains(err.Error(), "File exists") {
+		if err := ip(ctx, "link", "add", b.Name, "address", mac, "type", "bridge"); err != nil && !strings.Contains(err.Error(), "File exists") {
+			return err
+		}
+	}
+	if cur, _ := os.ReadFile("/sys/class/net/" + b.Name + "/address"); strings.TrimSpace(string(cur)) != mac || !b.macFixed() {
+		if err := ip(ctx, "link", "set", "dev", b.Name, "address", mac); err != nil {
 			return err
 		}
 	}
@@ -96,6 +128,31 @@ func (b *Bridge) Ensure(ctx context.Context) error {
 		return err
 	}
 	return ip(ctx, "link", "set", b.Name, "up")
+}
+
+// macFixed reports whether the bridge's address was set explicitly
+// (NET_ADDR_SET), so the kernel no longer replaces it with a port's.
+func (b *Bridge) macFixed() bool {
+	t, _ := os.ReadFile("/sys/class/net/" + b.Name + "/addr_assign_type")
+	return strings.TrimSpace(string(t)) == "3"
+}
+
+// Ports lists the devices attached to the bridge (veths, taps), sorted;
+// none when the bridge does not exist.
+func (b *Bridge) Ports() []string {
+	es, _ := os.ReadDir("/sys/class/net/" + b.Name + "/brif")
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Exists reports whether the bridge device exists.
+func (b *Bridge) Exists() bool {
+	_, err := os.Stat("/sys/class/net/" + b.Name)
+	return err == nil
 }
 
 // forward adds (or removes) the rule that lets instances on the bridge
@@ -123,13 +180,16 @@ func (b *Bridge) forward(ctx context.Context, add bool) error {
 	return nil
 }
 
-// Lease reserves a free address on the bridge; release it with Release.
+// Lease reserves a free address for owner (an instance id); release it
+// with Release. The lease records this process, so other processes know
+// whether it is still held.
 func (b *Bridge) Lease(owner string) (netip.Addr, error) {
 	unlock, err := b.lock()
 	if err != nil {
 		return netip.Addr{}, err
 	}
 	defer unlock()
+	pid, start := runrec.Self()
 	for a := b.Gateway().Next(); b.Prefix.Contains(a); a = a.Next() {
 		if !b.Prefix.Contains(a.Next()) { // broadcast
 			break
@@ -141,14 +201,66 @@ func (b *Bridge) Lease(owner string) (netip.Addr, error) {
 		if err != nil {
 			return netip.Addr{}, fmt.Errorf("hostnet: lease: %w", err)
 		}
-		fmt.Fprintf(f, "%s pid=%d\n", owner, os.Getpid())
-		f.Close()
+		_, werr := fmt.Fprintf(f, "%s pid=%d start=%d\n", owner, pid, start)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			os.Remove(f.Name())
+			return netip.Addr{}, fmt.Errorf("hostnet: lease: %w", werr)
+		}
 		return a, nil
 	}
 	return netip.Addr{}, fmt.Errorf("hostnet: no free address left on %s (%s)", b.Name, b.Prefix)
 }
 
-// Release frees a lease. When it was the last one, the bridge is removed.
+// LeaseInfo is one lease file.
+type LeaseInfo struct {
+	Addr  netip.Addr
+	Owner string // the instance id given to Lease
+	Pid   int
+	Start uint64 // the process's start time; 0 in leases of older versions
+	Live  bool   // the process that took it is running
+}
+
+// Leases lists the bridge's leases, sorted by address.
+func (b *Bridge) Leases() []LeaseInfo {
+	entries, _ := os.ReadDir(b.LeaseDir)
+	var out []LeaseInfo
+	for _, e := range entries {
+		a, err := netip.ParseAddr(e.Name())
+		if err != nil {
+			continue
+		}
+		data, _ := os.ReadFile(filepath.Join(b.LeaseDir, e.Name()))
+		l := parseLease(string(data))
+		l.Addr = a
+		l.Live = runrec.Alive(l.Pid, l.Start)
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr.Less(out[j].Addr) })
+	return out
+}
+
+// parseLease reads "OWNER pid=N start=T".
+func parseLease(s string) LeaseInfo {
+	var l LeaseInfo
+	f := strings.Fields(s)
+	for i, w := range f {
+		switch {
+		case strings.HasPrefix(w, "pid="):
+			l.Pid, _ = strconv.Atoi(w[4:])
+		case strings.HasPrefix(w, "start="):
+			l.Start, _ = strconv.ParseUint(w[6:], 10, 64)
+		case i == 0:
+			l.Owner = w
+		}
+	}
+	return l
+}
+
+// Release frees a lease. When nobody uses the bridge any more, it is
+// removed (see RemoveIfUnused).
 func (b *Bridge) Release(ctx context.Context, a netip.Addr) error {
 	unlock, err := b.lock()
 	if err != nil {
@@ -161,8 +273,24 @@ func (b *Bridge) Release(ctx context.Context, a netip.Addr) error {
 	return b.removeIfUnused(ctx)
 }
 
-// RemoveIfUnused deletes the bridge when no live lease remains (leases of
-// dead processes are stale and removed).
+// RemoveLease deletes a lease whatever its state: for clean-up of a lease
+// whose process died and whose port is gone.
+func (b *Bridge) RemoveLease(a netip.Addr) error {
+	unlock, err := b.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := os.Remove(filepath.Join(b.LeaseDir, a.String())); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("hostnet: remove lease %s: %w", a, err)
+	}
+	return nil
+}
+
+// RemoveIfUnused deletes the bridge and its firewall rule when no port is
+// left on it and no live process holds a lease. Stale leases (of processes
+// that died) are then deleted too; while ports remain they are kept, since
+// an instance left running by a dead process may still use the address.
 func (b *Bridge) RemoveIfUnused(ctx context.Context) error {
 	unlock, err := b.lock()
 	if err != nil {
@@ -173,23 +301,22 @@ func (b *Bridge) RemoveIfUnused(ctx context.Context) error {
 }
 
 func (b *Bridge) removeIfUnused(ctx context.Context) error {
-	entries, _ := os.ReadDir(b.LeaseDir)
-	for _, e := range entries {
-		data, _ := os.ReadFile(filepath.Join(b.LeaseDir, e.Name()))
-		var pid int
-		if i := strings.Index(string(data), "pid="); i >= 0 {
-			fmt.Sscanf(string(data)[i+4:], "%d", &pid)
-		}
-		if pid > 0 && syscall.Kill(pid, 0) == nil {
-			return nil // a live lease
-		}
-		os.Remove(filepath.Join(b.LeaseDir, e.Name()))
+	if len(b.Ports()) > 0 {
+		return nil // another instance, of this or another run, is on it
 	}
-	if _, err := os.Stat("/sys/class/net/" + b.Name); err != nil {
-		return nil
+	leases := b.Leases()
+	for _, l := range leases {
+		if l.Live {
+			return nil // leased by a live process, maybe about to add its port
+		}
 	}
-	if err := ip(ctx, "link", "del", b.Name); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
-		return err
+	for _, l := range leases {
+		os.Remove(filepath.Join(b.LeaseDir, l.Addr.String()))
+	}
+	if b.Exists() {
+		if err := ip(ctx, "link", "del", b.Name); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
+			return err
+		}
 	}
 	return b.forward(ctx, false)
 }

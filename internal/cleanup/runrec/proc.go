@@ -1,0 +1,62 @@
+// Package runrec records which isobench processes are running, so that
+// what a process left behind when it died (kill -9, a crash, a reboot) is
+// recognised as nobody's: every run writes a record under Dir holding its
+// pid and the process's start time (so a reused pid is not mistaken for
+// it), its host, state directory and store, and removes it when it ends.
+package runrec
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// StartTime is the start time of process pid in clock ticks after boot
+// (field 22 of /proc/PID/stat), or 0 when there is no such process.
+func StartTime(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// "pid (comm) state ppid ..."; comm may hold spaces and parentheses
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), so field 22 is f[19]
+	if len(f) < 20 {
+		return 0
+	}
+	st, _ := strconv.ParseUint(f[19], 10, 64)
+	return st
+}
+
+// Alive reports whether process pid exists and, when start is not 0, is
+// the process that started at start (not a later one given the same pid).
+// A zombie counts as dead.
+func Alive(pid int, start uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err == nil {
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 0 && f[0] == "Z" {
+				return false
+			}
+		}
+	}
+	return start == 0 || StartTime(pid) == start
+}
+
+// Self is this process's pid and start time.
+func Self() (int, uint64) {
+	pid := os.Getpid()
+	return pid, StartTime(pid)
+}
