@@ -6,6 +6,8 @@
 // Profile "minimal": the host's static busybox and the isobench binary.
 // Profile "tools": minimal plus the host's sysbench, fio, iperf3 and
 // sockperf with their shared libraries (see tools.go).
+// Profile "debian": a Debian tree of the host's release with real servers
+// (nginx, apache2, redis, MariaDB...) and the agent (see debian.go).
 package image
 
 import (
@@ -32,7 +34,7 @@ const (
 )
 
 func unknownProfile(p string) error {
-	return fmt.Errorf("unknown image profile %q (known: %s, %s)", p, Minimal, Tools)
+	return fmt.Errorf("unknown image profile %q (known: %s, %s, %s)", p, Minimal, Tools, Debian)
 }
 
 // AgentPath is where the isobench binary lives inside every image.
@@ -45,6 +47,8 @@ var BusyboxCandidates = []string{"/bin/busybox", "/usr/bin/busybox"}
 type Builder struct {
 	AgentBinary string // host path of the static isobench binary
 	Busybox     string // host path of a static busybox; found if empty
+	StateDir    string // where the debian profile keeps its Debian tree
+	Log         io.Writer
 }
 
 // Digest identifies the content a profile will be built from, so a cached
@@ -53,6 +57,8 @@ func (b Builder) Digest(profile string) (string, error) {
 	switch profile {
 	case Tools:
 		return b.ToolsDigest(context.Background(), nil)
+	case Debian:
+		return b.DebianDigest(context.Background())
 	case Minimal:
 	default:
 		return "", unknownProfile(profile)
@@ -130,6 +136,8 @@ func (b Builder) BuildRootfs(ctx context.Context, profile, dir string) error {
 	switch profile {
 	case Tools:
 		return b.BuildToolsRootfs(ctx, dir, nil)
+	case Debian:
+		return b.BuildDebianRootfs(ctx, dir)
 	case Minimal:
 	default:
 		return unknownProfile(profile)
@@ -201,8 +209,8 @@ func copyFile(src, dst string, mode os.FileMode) error {
 	return out.Close()
 }
 
-// Tar writes dir as an uncompressed tar stream with root-owned entries, the
-// form `docker import` and `podman import` take.
+// Tar writes dir as an uncompressed tar stream keeping numeric ownership,
+// the form `docker import` and `podman import` take.
 func Tar(dir string, w io.Writer) error {
 	tw := tar.NewWriter(w)
 	err := fstree.Walk(dir, func(e fstree.Entry) error {
@@ -214,7 +222,10 @@ func Tar(dir string, w io.Writer) error {
 		if e.Info.IsDir() {
 			hdr.Name += "/"
 		}
-		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "root", "root"
+		// Ownership as on disk (FileInfoHeader took uid/gid from lstat): a
+		// Debian root file system has files owned by its service users.
+		// Names are left empty so the importer goes by the numbers.
+		hdr.Uname, hdr.Gname = "", ""
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
