@@ -19,38 +19,6 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-const schema = `
-CREATE TABLE IF NOT EXISTS runs (
-  id          INTEGER PRIMARY KEY AUTOINCREMENT,
-  started     TEXT NOT NULL,
-  finished    TEXT,
-  status      TEXT NOT NULL DEFAULT 'running',
-  study       TEXT NOT NULL DEFAULT '{}',
-  fingerprint TEXT NOT NULL DEFAULT '{}',
-  error       TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS samples (
-  id          INTEGER PRIMARY KEY AUTOINCREMENT,
-  run_id      INTEGER NOT NULL REFERENCES runs(id),
-  platform    TEXT NOT NULL,
-  options     TEXT NOT NULL,
-  workload    TEXT NOT NULL,
-  params      TEXT NOT NULL,
-  instances   INTEGER NOT NULL,
-  instance    INTEGER NOT NULL,
-  rep         INTEGER NOT NULL,
-  warmup      INTEGER NOT NULL,
-  metric      TEXT NOT NULL,
-  unit        TEXT NOT NULL,
-  better      TEXT NOT NULL,
-  value       REAL NOT NULL,
-  start       TEXT NOT NULL,
-  duration_ns INTEGER NOT NULL,
-  tags        TEXT NOT NULL DEFAULT '{}'
-);
-CREATE INDEX IF NOT EXISTS samples_cell ON samples(run_id, workload, metric, platform, instances);
-`
-
 // Store is an open result database.
 type Store struct {
 	db   *sql.DB
@@ -137,11 +105,9 @@ func (s *Store) init(ctx context.Context, path string) error {
 	if _, err := s.db.ExecContext(ctx, `PRAGMA journal_mode=WAL`); err != nil {
 		return fmt.Errorf("store %s: %w", path, err)
 	}
-	if _, err := s.db.ExecContext(ctx, schema); err != nil {
-		return fmt.Errorf("store %s: not writable: %w", path, err)
+	if err := s.migrate(ctx); err != nil {
+		return fmt.Errorf("store %s: %w", path, err)
 	}
-	// stores written before the error column existed
-	s.db.ExecContext(ctx, `ALTER TABLE runs ADD COLUMN error TEXT NOT NULL DEFAULT ''`)
 	return s.probe(ctx)
 }
 
@@ -235,6 +201,16 @@ func (s *Store) col(name, def string) string {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
+// Run statuses. A run is "running" from BeginRun until EndRun; one whose
+// process died without ending it is marked "crashed" by MarkCrashed.
+const (
+	StatusRunning     = "running"
+	StatusDone        = "done"
+	StatusInterrupted = "interrupted"
+	StatusFailed      = "failed"
+	StatusCrashed     = "crashed"
+)
+
 // Run is one invocation of `isobench run`.
 type Run struct {
 	ID          int64
@@ -243,10 +219,13 @@ type Run struct {
 	Status      string
 	Study       json.RawMessage
 	Fingerprint map[string]string
-	Error       string // why a run failed or was interrupted
+	Error       string // why a run failed, was interrupted or crashed
+	PID         int    // the isobench process that ran it (0: unknown, an old store)
+	Hostname    string // the host it ran on ("" if unknown)
 }
 
-// BeginRun records a new run and returns its id.
+// BeginRun records a new run, with this process's pid and host name, and
+// returns its id.
 func (s *Store) BeginRun(ctx context.Context, study any, fingerprint map[string]string) (int64, error) {
 	sj, err := json.Marshal(study)
 	if err != nil {
@@ -256,8 +235,9 @@ func (s *Store) BeginRun(ctx context.Context, study any, fingerprint map[string]
 	if err != nil {
 		return 0, fmt.Errorf("store: %w", err)
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(started, study, fingerprint) VALUES(?,?,?)`,
-		time.Now().UTC().Format(time.RFC3339Nano), string(sj), string(fj))
+	host, _ := os.Hostname()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(started, study, fingerprint, pid, hostname) VALUES(?,?,?,?,?)`,
+		time.Now().UTC().Format(time.RFC3339Nano), string(sj), string(fj), os.Getpid(), host)
 	if err != nil {
 		return 0, fmt.Errorf("store: begin run: %w", err)
 	}
@@ -365,7 +345,8 @@ func (s *Store) Samples(ctx context.Context, f Filter) ([]sample.Sample, error) 
 
 // Runs lists the runs, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, started, COALESCE(finished,''), status, study, fingerprint, `+s.col("error", "''")+` FROM runs ORDER BY id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, started, COALESCE(finished,''), status, study, fingerprint, `+
+		s.col("error", "''")+`, COALESCE(`+s.col("pid", "NULL")+`, 0), COALESCE(`+s.col("hostname", "NULL")+`, '') FROM runs ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: query runs: %w", err)
 	}
@@ -374,7 +355,7 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 	for rows.Next() {
 		var r Run
 		var started, finished, study, fp string
-		if err := rows.Scan(&r.ID, &started, &finished, &r.Status, &study, &fp, &r.Error); err != nil {
+		if err := rows.Scan(&r.ID, &started, &finished, &r.Status, &study, &fp, &r.Error, &r.PID, &r.Hostname); err != nil {
 			return nil, fmt.Errorf("store: read run: %w", err)
 		}
 		r.Started, _ = time.Parse(time.RFC3339Nano, started)
@@ -388,3 +369,53 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 
 // ErrNoRuns is returned when a store holds no run.
 var ErrNoRuns = errors.New("the store holds no run yet: run 'isobench run ...' first")
+
+// RunningRun is a run the store says is still running: its process, on
+// its host, may be alive or may have died without ending it.
+type RunningRun struct {
+	ID       int64
+	PID      int    // 0 when not recorded (a run begun by an older isobench)
+	Hostname string // "" when not recorded
+	Started  time.Time
+}
+
+// RunningRuns lists the runs with status "running", oldest first.
+func (s *Store) RunningRuns(ctx context.Context) ([]RunningRun, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, COALESCE(`+s.col("pid", "NULL")+`, 0), COALESCE(`+s.col("hostname", "NULL")+`, ''), started FROM runs WHERE status = ? ORDER BY id`, StatusRunning)
+	if err != nil {
+		return nil, fmt.Errorf("store: query running runs: %w", err)
+	}
+	defer rows.Close()
+	var out []RunningRun
+	for rows.Next() {
+		var r RunningRun
+		var started string
+		if err := rows.Scan(&r.ID, &r.PID, &r.Hostname, &started); err != nil {
+			return nil, fmt.Errorf("store: read running run: %w", err)
+		}
+		r.Started, _ = time.Parse(time.RFC3339Nano, started)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ErrNotRunning is returned by MarkCrashed for a run that is not (or no
+// longer) "running", e.g. one another process has just ended or marked.
+var ErrNotRunning = errors.New("run is not running")
+
+// MarkCrashed ends a "running" run whose process is gone: status
+// "crashed", finished now, and note (what was found and cleaned) as its
+// error. It changes only a run that is still "running".
+func (s *Store) MarkCrashed(ctx context.Context, id int64, note string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE runs SET finished=?, status=?, error=? WHERE id=? AND status=?`,
+		time.Now().UTC().Format(time.RFC3339Nano), StatusCrashed, note, id, StatusRunning)
+	if err != nil {
+		return fmt.Errorf("store: mark run %d crashed: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("store: mark run %d crashed: %w", id, err)
+	} else if n == 0 {
+		return fmt.Errorf("store: mark run %d crashed: %w", id, ErrNotRunning)
+	}
+	return nil
+}
