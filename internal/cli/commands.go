@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,7 +24,13 @@ func openExisting(ctx context.Context, path string) (*store.Store, error) {
 	if !fileExists(path) {
 		return nil, usage("no result store at %s: run 'isobench run ... --db %s' first", path, path)
 	}
-	return store.Open(ctx, path)
+	// Reading commands open the store read-only: they never create tables
+	// in, migrate or switch to WAL a file that is not a store.
+	s, err := store.OpenReadOnly(ctx, path)
+	if errors.Is(err, store.ErrNotStore) {
+		return nil, usage("%s is not an isobench result store (written by 'isobench run --db %s'); it was left unchanged", path, path)
+	}
+	return s, err
 }
 
 // cmdResults prints every sample, one per line.

@@ -32,6 +32,9 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 	if *format == "html" && *out == "" {
 		*out = "report.html" // a page is for a browser, not a terminal
 	}
+	if *out != "" && samePath(*out, *db) {
+		return usage("-o %s is the result store itself (--db %s): write the report to another file", *out, *db)
+	}
 	s, err := openExisting(ctx, *db)
 	if err != nil {
 		return err

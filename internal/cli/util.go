@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"path/filepath"
 	"sort"
 )
 
@@ -13,4 +14,21 @@ func fileExists(path string) bool {
 func sortedStrings(s []string) []string {
 	sort.Strings(s)
 	return s
+}
+
+// samePath says whether writing to out would write over the store at db:
+// the same file (through any path or link) or one of its SQLite side files.
+func samePath(out, db string) bool {
+	ao, err1 := filepath.Abs(out)
+	ad, err2 := filepath.Abs(db)
+	if err1 == nil && err2 == nil {
+		for _, side := range []string{"", "-wal", "-shm", "-journal"} {
+			if ao == ad+side {
+				return true
+			}
+		}
+	}
+	fo, err1 := os.Stat(out)
+	fd, err2 := os.Stat(db)
+	return err1 == nil && err2 == nil && os.SameFile(fo, fd)
 }
