@@ -32,11 +32,19 @@ var Def = workload.Def{
 	Name: "blockio",
 	Help: "IO-nugget: write a file of random blocks (fsync at the end), then read it back; write and read MB/s",
 	Params: []workload.Param{
-		{Name: "block-size", Kind: workload.Size, Default: "1m", Min: 1, Max: 1 << 30, Help: "bytes per write and per read"},
-		{Name: "size", Kind: workload.Size, Default: "1g", Min: 1, Help: "file size"},
+		{Name: "mode", Kind: workload.Enum, Default: "stream", Enum: []string{"stream", "ionugget"}, Help: "stream: sequential write, one fsync, sequential read; ionugget: IO-nugget's own procedure (study 000): fsync after every block, read-size reads at shuffled offsets, per-block times summed"},
+		{Name: "block-size", Kind: workload.Size, Default: "", Min: 1, Max: 1 << 30, Help: "bytes per write (and per read in stream mode); default 1m"},
+		{Name: "size", Kind: workload.Size, Default: "", Min: 1, Help: "file size; default 1g (stream), 128m (ionugget, as IO-nugget)"},
+		{Name: "read-size", Kind: workload.Size, Default: "512", Min: 1, Max: 1 << 30, Help: "ionugget mode: bytes per read (IO-nugget reads 512)"},
 		{Name: "fsync", Kind: workload.Bool, Default: "true", Help: "fsync after the last write, inside the write time"},
 		{Name: "direct", Kind: workload.Bool, Default: "false", Help: "O_DIRECT for both phases"},
 		{Name: "drop-cache", Kind: workload.Bool, Default: "false", Help: "evict the file's pages from the page cache before reading (untimed)"},
+	},
+	Derive: func(p workload.Params) map[string]string {
+		if p.Str("mode") == "ionugget" {
+			return map[string]string{"block-size": "1m", "size": "128m"}
+		}
+		return map[string]string{"block-size": "1m", "size": "1g"}
 	},
 	Check: check,
 	Agent: run,
@@ -55,6 +63,14 @@ func check(p workload.Params) error {
 	bs, size := p.Size("block-size"), p.Size("size")
 	if size < bs {
 		return fmt.Errorf("size=%d is smaller than one block (block-size=%d)", size, bs)
+	}
+	if p.Str("mode") == "ionugget" {
+		if p.Bool("direct") || p.Bool("drop-cache") || !p.Bool("fsync") {
+			return fmt.Errorf("mode=ionugget is IO-nugget's procedure (buffered, fsync after every block, no cache drop): direct, drop-cache and fsync=false apply to mode=stream only")
+		}
+		if rs := p.Size("read-size"); rs > size {
+			return fmt.Errorf("read-size=%d is larger than the file (size=%d)", rs, size)
+		}
 	}
 	if p.Bool("direct") && (bs%512 != 0 || size%512 != 0) {
 		return fmt.Errorf("block-size=%d and size=%d must be multiples of 512 with direct=true (O_DIRECT); use direct=false or e.g. block-size=1m", bs, size)
@@ -118,6 +134,9 @@ func (p *pool) block(i int64, n int) []byte {
 }
 
 func run(ctx context.Context, params workload.Params, ready workload.Barrier) (ms []sample.Metric, err error) {
+	if params.Str("mode") == "ionugget" {
+		return runNugget(ctx, params, ready)
+	}
 	bs := int(params.Size("block-size"))
 	size := params.Size("size")
 	direct := params.Bool("direct")

@@ -116,3 +116,45 @@ func TestCancelRemovesFile(t *testing.T) {
 		t.Errorf("%d files left after cancel", len(ents))
 	}
 }
+
+func TestIONuggetMode(t *testing.T) {
+	p, err := Def.FromString("mode=ionugget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// IO-nugget's own numbers: 128 MiB file, 1 MiB writes, 512-byte reads.
+	if p.Size("size") != 128<<20 || p.Size("block-size") != 1<<20 || p.Size("read-size") != 512 {
+		t.Fatalf("ionugget defaults: %s", p)
+	}
+	if q, _ := Def.FromString(""); q.Size("size") != 1<<30 || q.Str("mode") != "stream" {
+		t.Fatalf("stream defaults changed: %s", q)
+	}
+	for _, bad := range []string{"mode=ionugget,direct=true", "mode=ionugget,fsync=false", "mode=ionugget,size=1k,block-size=1k,read-size=4k"} {
+		if _, err := Def.FromString(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	dir := t.TempDir()
+	t.Setenv(workload.ScratchEnv, dir)
+	p, err = Def.FromString("mode=ionugget,size=2m,block-size=256k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := Def.Agent(context.Background(), p, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, m := range ms {
+		if err := m.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		got[m.Name] = m.Value
+	}
+	if got["write_mb_per_sec"] <= 0 || got["read_mb_per_sec"] <= 0 || got["write_block_max"] <= 0 {
+		t.Fatalf("metrics %v", got)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("left behind %v", left)
+	}
+}
