@@ -7,9 +7,11 @@ package cpu
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/isobench/isobench/internal/sample"
@@ -23,10 +25,17 @@ var Def = workload.Def{
 	Params: []workload.Param{
 		{Name: "threads", Kind: workload.Int, Default: "1", Min: 1, Max: 4096, Help: "worker threads"},
 		{Name: "max-prime", Kind: workload.Int, Default: "10000", Min: 3, Max: 1e9, Help: "upper limit of the primes verified per event"},
-		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 0.01, Max: 86400, Help: "how long the threads run"},
+		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 0.01, Max: 86400, Help: "how long the threads run (time-based mode)"},
+		{Name: "events", Kind: workload.Int, Default: "0", Min: 0, Max: 1e12, Help: "fixed work: the threads share this many events and the metric is the total time, as sysbench 0.4.12 reports it (its --max-requests, default 10000 there); 0 = run for duration"},
 	},
 	Agent: run,
 	Timeout: func(p workload.Params) time.Duration {
+		if n := p.Int("events"); n > 0 {
+			// ~0.5 ms per event at max-prime 10000 on one slow core,
+			// growing as max-prime^1.5; generous.
+			per := 0.5e-3 * math.Pow(float64(p.Int("max-prime"))/1e4, 1.5)
+			return time.Duration(float64(n)*per*float64(time.Second)) + 2*time.Minute
+		}
 		return p.Duration("duration") + time.Minute
 	},
 }
@@ -72,6 +81,9 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) ([]samp
 	threads := p.Int("threads")
 	maxPrime := uint64(p.Int("max-prime"))
 	dur := p.Duration("duration")
+	if n := p.Int("events"); n > 0 {
+		return runFixed(ctx, threads, maxPrime, int64(n), ready)
+	}
 	if err := ready(); err != nil {
 		return nil, err
 	}
@@ -138,4 +150,55 @@ func Percentile(sorted []time.Duration, pct float64) time.Duration {
 		rank = 1
 	}
 	return sorted[rank-1]
+}
+
+// runFixed is sysbench 0.4.12's cpu test with --max-requests: the threads
+// take events from one shared count until all are done; the metric is the
+// total time (sysbench's "total time"), lower is better.
+func runFixed(ctx context.Context, threads int, maxPrime uint64, events int64, ready workload.Barrier) ([]sample.Metric, error) {
+	if err := ready(); err != nil {
+		return nil, err
+	}
+	var next atomic.Int64
+	sinks := make([]uint64, threads)
+	lat := make([][]time.Duration, threads)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < threads; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for ctx.Err() == nil && next.Add(1) <= events {
+				t0 := time.Now()
+				sinks[i] += Event(maxPrime)
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		}(i)
+	}
+	wg.Wait()
+	total := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var all []time.Duration
+	var sink uint64
+	for i := range lat {
+		all = append(all, lat[i]...)
+		sink += sinks[i]
+	}
+	if int64(len(all)) != events || sink == 0 {
+		return nil, fmt.Errorf("cpu: %d of %d events ran", len(all), events)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	var sum time.Duration
+	for _, d := range all {
+		sum += d
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return []sample.Metric{
+		{Name: "total_time", Value: total.Seconds(), Unit: "s", Better: sample.Lower, Agg: sample.Max},
+		{Name: "events_per_sec", Value: float64(events) / total.Seconds(), Unit: "events/s", Better: sample.Higher, Agg: sample.Sum},
+		{Name: "latency_avg", Value: ms(sum / time.Duration(len(all))), Unit: "ms", Better: sample.Lower, Agg: sample.Mean},
+		{Name: "latency_p95", Value: ms(Percentile(all, 95)), Unit: "ms", Better: sample.Lower, Agg: sample.Max},
+	}, nil
 }

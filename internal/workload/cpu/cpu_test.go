@@ -68,3 +68,28 @@ func TestRejectsImpossibleParams(t *testing.T) {
 		}
 	}
 }
+
+func TestFixedWorkReportsTotalTime(t *testing.T) {
+	p, err := Def.Resolve(map[string]string{"threads": "3", "events": "50", "max-prime": "3000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := Def.Agent(context.Background(), p, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, m := range ms {
+		if err := m.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		got[m.Name] = m.Value
+	}
+	// Exactly 50 events: the rate times the total time gives them back.
+	if got["total_time"] <= 0 || math.Abs(got["events_per_sec"]*got["total_time"]-50) > 1e-6 {
+		t.Fatalf("metrics %v", got)
+	}
+	if _, err := Def.Resolve(map[string]string{"events": "-1"}); err == nil {
+		t.Error("events=-1 accepted")
+	}
+}
