@@ -57,6 +57,8 @@ CREATE INDEX IF NOT EXISTS samples_cell ON samples(run_id, workload, metric, pla
 		}
 		return addColumn(ctx, c, "runs", "hostname", `TEXT`)
 	},
+	// 3: failed cells and failed removals, kept with their run (failures.go).
+	migrateFailures,
 }
 
 // SchemaVersion is the schema version this isobench writes.
