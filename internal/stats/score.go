@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 )
@@ -131,4 +132,97 @@ func rowOrder(medians map[string]map[string]float64) []string {
 	}
 	sort.Strings(rest)
 	return append(rows, rest...)
+}
+
+// Op is the overhead of the study-004 paper's equation (1):
+// |P_platform − P_native| / P_native, as a fraction (the paper prints it
+// in percent). It is the same for higher- and lower-is-better metrics: a
+// platform faster than native has an overhead too.
+func Op(platform, native float64) (float64, error) {
+	if !isFinite(native) || native <= 0 || !isFinite(platform) || platform < 0 {
+		return 0, fmt.Errorf("op: need a positive native value and a non-negative platform value, got native %v, platform %v", native, platform)
+	}
+	return math.Abs(platform-native) / native, nil
+}
+
+// MeanOf is the RAM row's value in study 004: the mean of the four
+// RAMspeed/STREAM kernels (copy, scale, add, triad) of one platform.
+func MeanOf(kernels ...float64) (float64, error) {
+	if len(kernels) == 0 {
+		return 0, fmt.Errorf("mean of no values")
+	}
+	s := 0.0
+	for _, k := range kernels {
+		if !isFinite(k) {
+			return 0, fmt.Errorf("mean: non-finite value %v", k)
+		}
+		s += k
+	}
+	return s / float64(len(kernels)), nil
+}
+
+// PaperScore is study 004's Table 2 with the paper's own formula: per row
+// (CPU, RAM, I/O read, I/O write — RAM being the mean of copy, scale, add
+// and triad, see MeanOf) each platform scores 1 − Op against native,
+// clamped at 0 (the paper's scores lie between 0 and 1, 1 being native);
+// Total is the sum over rows (the paper's "Summary", 4.00 for native) and
+// Overall the sum over the number of rows (its "Overall performance",
+// 100% for native). Unlike OverallScore's ratio, a platform that beats
+// native loses score too, as in the paper. medians[row][platform] are the
+// rows' central values; the better direction does not enter the formula.
+func PaperScore(medians map[string]map[string]float64, native string) (ScoreTable, error) {
+	t := ScoreTable{
+		Native:  native,
+		Score:   map[string]map[string]float64{},
+		Total:   map[string]float64{},
+		Overall: map[string]float64{},
+	}
+	if len(medians) == 0 {
+		return t, fmt.Errorf("paper score: no rows")
+	}
+	t.Rows = rowOrder(medians)
+	platforms := map[string]bool{}
+	for _, row := range t.Rows {
+		nv, ok := medians[row][native]
+		if !ok || !isFinite(nv) || nv <= 0 {
+			return t, fmt.Errorf("paper score: row %s: no positive native (%s) value", row, native)
+		}
+		t.Score[row] = map[string]float64{}
+		for p, v := range medians[row] {
+			platforms[p] = true
+			op, err := Op(v, nv)
+			if err != nil {
+				continue
+			}
+			t.Score[row][p] = math.Max(0, 1-op)
+		}
+	}
+	t.Platforms = append(t.Platforms, native)
+	var others []string
+	for p := range platforms {
+		if p != native {
+			others = append(others, p)
+		}
+	}
+	sort.Strings(others)
+	t.Platforms = append(t.Platforms, others...)
+	for _, p := range t.Platforms {
+		sum, complete := 0.0, true
+		for _, row := range t.Rows {
+			s, ok := t.Score[row][p]
+			if !ok {
+				complete = false
+				break
+			}
+			sum += s
+		}
+		if !complete {
+			t.Incomplete = append(t.Incomplete, p)
+			continue
+		}
+		t.Total[p] = sum
+		t.Overall[p] = sum / float64(len(t.Rows))
+	}
+	sort.Strings(t.Incomplete)
+	return t, nil
 }
