@@ -62,7 +62,7 @@ func (r *Rootfs) Dir(ctx context.Context, profile string) (string, error) {
 	if r.Env.StateDir == "" {
 		return "", errors.New("no state directory to keep root file systems in")
 	}
-	b := image.Builder{AgentBinary: r.Env.AgentBinary}
+	b := image.ForEnv(r.Env)
 	digest, err := b.Digest(profile)
 	if err != nil {
 		return "", err
@@ -268,6 +268,7 @@ func Run(ctx context.Context, cmd *exec.Cmd, argv []string, what string) error {
 	if cmd.Stderr == nil {
 		cmd.Stderr = &limitWriter{w: &stderr, n: 4096}
 	}
+	platform.OwnProcessGroup(cmd) // Ctrl-C reaches isobench, not the engine's helper
 	cmd.Cancel = func() error {
 		KillTree(cmd.Process.Pid)
 		return nil

@@ -1,0 +1,354 @@
+package image
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/isobench/isobench/internal/platform"
+)
+
+// Debian is the profile name of a Debian root file system of the host's
+// release holding real server software (DebianPackages) and the isobench
+// agent. It is built without any registry, with mmdebstrap from the Debian
+// archive the host's apt already uses, once per content digest (release,
+// apt sources, package list, the versions apt would install, the agent),
+// and kept in the state directory: the Debian part of a tree is reused when
+// only the agent changed, so a rebuild takes seconds.
+const Debian = "debian"
+
+// DebianPackages are what the debian profile installs (with their
+// dependencies, without recommends): the servers the service workloads
+// start, the servers the transfer and mail workloads will need, and the
+// load generators for clients placed in instances.
+var DebianPackages = []string{
+	"nginx", "apache2", "redis-server", "mariadb-server",
+	"openssh-server", "vsftpd", "postfix", "samba",
+	"apache2-utils", "wrk", "redis-tools", "sysbench", "mariadb-client",
+	"iproute2", "procps",
+}
+
+// mmdebstrap is the tool that builds the Debian tree.
+const mmdebstrap = "mmdebstrap"
+
+// aptSourceFiles are where the host's apt finds the Debian archive, in
+// the order they are tried.
+var aptSourceFiles = []string{"/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"}
+
+// hostRelease returns the host's Debian codename (e.g. "bookworm").
+func hostRelease() (string, error) {
+	b, err := os.ReadFile("/etc/os-release")
+	if err != nil {
+		return "", fmt.Errorf("debian image: reading the host's release: %w", err)
+	}
+	var id, code string
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		v = strings.Trim(v, `"`)
+		switch k {
+		case "ID":
+			id = v
+		case "VERSION_CODENAME":
+			code = v
+		}
+	}
+	if id != "debian" || code == "" {
+		return "", fmt.Errorf("debian image: the host is %q %q, not a Debian release with a codename; the debian profile is built from the host's Debian archive", id, code)
+	}
+	return code, nil
+}
+
+// aptSources returns the host's apt source file that names the Debian
+// archive and its content.
+func aptSources() (string, []byte, error) {
+	for _, f := range aptSourceFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if bytes.Contains(b, []byte("debian")) {
+			return f, b, nil
+		}
+	}
+	return "", nil, fmt.Errorf("debian image: no apt source naming the Debian archive in %s", strings.Join(aptSourceFiles, ", "))
+}
+
+// candidateVersions asks the host's apt which version of every package it
+// would install ("pkg=version" lines, sorted).
+func candidateVersions(ctx context.Context, pkgs []string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "apt-cache", append([]string{"policy"}, pkgs...)...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("debian image: apt-cache policy: %w", err)
+	}
+	return parsePolicy(pkgs, string(out))
+}
+
+// parsePolicy reads `apt-cache policy` output.
+func parsePolicy(pkgs []string, out string) ([]string, error) {
+	cand := map[string]string{}
+	cur := ""
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, " ") && strings.HasSuffix(line, ":") {
+			cur = strings.TrimSuffix(line, ":")
+			continue
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Candidate:"); ok && cur != "" {
+			cand[cur] = strings.TrimSpace(v)
+		}
+	}
+	var res, missing []string
+	for _, p := range pkgs {
+		v := cand[p]
+		if v == "" || v == "(none)" {
+			missing = append(missing, p)
+			continue
+		}
+		res = append(res, p+"="+v)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("debian image: apt knows no installable version of %s: run 'apt-get update'", strings.Join(missing, ", "))
+	}
+	sort.Strings(res)
+	return res, nil
+}
+
+// indexStamps names the host's apt package indexes with their sizes and
+// modification times: when the archive publishes new versions of any
+// dependency, they change.
+func indexStamps() []string {
+	files, _ := filepath.Glob("/var/lib/apt/lists/*_Packages*")
+	sort.Strings(files)
+	var s []string
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			s = append(s, fmt.Sprintf("%s %d %d", filepath.Base(f), st.Size(), st.ModTime().Unix()))
+		}
+	}
+	return s
+}
+
+// debianBaseDigest identifies the Debian part of the tree (everything but
+// the agent).
+func debianBaseDigest(ctx context.Context) (string, error) {
+	rel, err := hostRelease()
+	if err != nil {
+		return "", err
+	}
+	_, src, err := aptSources()
+	if err != nil {
+		return "", err
+	}
+	vers, err := candidateVersions(ctx, DebianPackages)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "profile=%s\nrelease=%s\nsources=%s\n", Debian, rel, src)
+	for _, v := range vers {
+		fmt.Fprintf(h, "pkg=%s\n", v)
+	}
+	for _, s := range indexStamps() {
+		fmt.Fprintf(h, "index=%s\n", s)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// DebianDigest identifies the debian profile's content: the Debian base
+// and the agent.
+func (b Builder) DebianDigest(ctx context.Context) (string, error) {
+	base, err := debianBaseDigest(ctx)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "profile=%s\nbase=%s\n", Debian, base)
+	f, err := os.Open(b.AgentBinary)
+	if err != nil {
+		return "", fmt.Errorf("image digest: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("image digest: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func (b Builder) log() io.Writer {
+	if b.Log == nil {
+		return io.Discard
+	}
+	return b.Log
+}
+
+// DebianBase returns the directory of the cached Debian tree (without the
+// agent) under StateDir/debian, building it with mmdebstrap when no tree
+// exists for the current digest.
+func (b Builder) DebianBase(ctx context.Context) (string, error) {
+	if b.StateDir == "" {
+		return "", errors.New("debian image: no state directory to keep the Debian tree in")
+	}
+	digest, err := debianBaseDigest(ctx)
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Join(b.StateDir, "debian")
+	dir := filepath.Join(root, "base-"+digest)
+	if _, err := os.Stat(filepath.Join(dir, "usr/sbin/nginx")); err == nil {
+		fmt.Fprintf(b.log(), "image debian: reusing the Debian tree %s\n", dir)
+		return dir, nil
+	}
+	if _, err := exec.LookPath(mmdebstrap); err != nil {
+		return "", fmt.Errorf("debian image: %s is not installed: install it with 'apt-get install mmdebstrap'", mmdebstrap)
+	}
+	rel, _ := hostRelease()
+	srcFile, _, err := aptSources()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("debian image: %w", err)
+	}
+	tmp, err := os.MkdirTemp(root, ".build-")
+	if err != nil {
+		return "", fmt.Errorf("debian image: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	target := filepath.Join(tmp, "root")
+	start := time.Now()
+	fmt.Fprintf(b.log(), "image debian: building a %s tree with %s from %s (%d packages; this takes a few minutes)\n", rel, mmdebstrap, srcFile, len(DebianPackages))
+	args := []string{
+		"--mode=root", "--variant=apt", "--format=directory",
+		"--include=" + strings.Join(DebianPackages, ","),
+		"--dpkgopt=path-exclude=/usr/share/man/*",
+		"--dpkgopt=path-exclude=/usr/share/doc/*",
+		"--dpkgopt=path-exclude=/usr/share/locale/*",
+		"--dpkgopt=path-include=/usr/share/locale/locale.alias",
+		"--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*.bin",
+		rel, target, srcFile,
+	}
+	cmd := exec.CommandContext(ctx, mmdebstrap, args...)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "DEBCONF_NONINTERACTIVE_SEEN=true")
+	pw := &prefixWriter{w: b.log(), prefix: "image debian: "}
+	var tail tailBuffer
+	out := io.MultiWriter(pw, &tail) // one writer: exec then writes from one goroutine
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("debian image: mmdebstrap: %w: %s", err, tail.String())
+	}
+	if err := os.Rename(target, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "usr/sbin/nginx")); serr != nil { // not a concurrent build
+			return "", fmt.Errorf("debian image: %w", err)
+		}
+	}
+	fmt.Fprintf(b.log(), "image debian: built the Debian tree %s in %s\n", dir, time.Since(start).Round(time.Second))
+	return dir, nil
+}
+
+// BuildDebianRootfs writes the debian profile into dir: the cached Debian
+// tree, hard-linked (every platform uses the result read-only: as an
+// overlay's lower layer or as a tar to import), then the agent and the
+// directories isobench uses.
+func (b Builder) BuildDebianRootfs(ctx context.Context, dir string) error {
+	if err := b.checkAgent(); err != nil {
+		return err
+	}
+	base, err := b.DebianBase(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if out, err := exec.CommandContext(ctx, "cp", "-a", "-l", base+"/.", dir+"/").CombinedOutput(); err != nil {
+		return fmt.Errorf("debian image: copying the Debian tree: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	for _, d := range []string{"usr/local/bin", "tmp", "var/tmp", "run", strings.TrimPrefix(platform.ScratchDir, "/")} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+	}
+	os.Chmod(filepath.Join(dir, "tmp"), 0o1777)
+	os.Chmod(filepath.Join(dir, "var/tmp"), 0o1777)
+	files := map[string]string{
+		// mmdebstrap kept daemons from starting while it configured the
+		// packages; nothing started by a package script inside an
+		// instance either: the workloads start the servers they need
+		"usr/sbin/policy-rc.d": "#!/bin/sh\nexit 101\n",
+		"etc/hostname":         "isobench\n",
+		"etc/hosts":            "127.0.0.1 localhost isobench\n::1 localhost\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		os.Remove(p) // a hard link into the cached tree: never write through it
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(name, "usr/sbin/") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+	}
+	agent := filepath.Join(dir, AgentPath)
+	os.Remove(agent)
+	if err := copyFile(b.AgentBinary, agent, 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log(), "image debian: root file system ready in %s (%v)\n", dir, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// prefixWriter writes each complete line with a prefix.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			break
+		}
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		p.buf = p.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+// tailBuffer keeps the last lines written to it.
+type tailBuffer struct{ lines []string }
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		t.lines = append(t.lines, l)
+	}
+	if len(t.lines) > 10 {
+		t.lines = t.lines[len(t.lines)-10:]
+	}
+	return len(b), nil
+}
+
+func (t *tailBuffer) String() string { return strings.Join(t.lines, " | ") }
+
+// ForEnv returns a builder for the platform environment: its agent, its
+// state directory (where the debian profile keeps its Debian tree) and its
+// progress log.
+func ForEnv(env platform.Env) Builder {
+	return Builder{AgentBinary: env.AgentBinary, StateDir: env.StateDir, Log: env.Log}
+}
