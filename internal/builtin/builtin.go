@@ -15,6 +15,7 @@ import (
 	"github.com/isobench/isobench/internal/platform/podman"
 	"github.com/isobench/isobench/internal/platform/qemu"
 	"github.com/isobench/isobench/internal/platform/runc"
+	"github.com/isobench/isobench/internal/remote"
 	"github.com/isobench/isobench/internal/workload"
 	"github.com/isobench/isobench/internal/workload/blockio"
 	"github.com/isobench/isobench/internal/workload/cpu"
@@ -30,7 +31,7 @@ import (
 
 // Platforms returns the registry of every platform.
 func Platforms() platform.Registry {
-	return platform.NewRegistry(
+	return remote.Wrap(platform.NewRegistry(
 		native.Factory,
 		docker.Factory,
 		runc.RuncFactory,
@@ -41,7 +42,7 @@ func Platforms() platform.Registry {
 		podman.Factory,
 		gvisor.Factory,
 		lxd.Factory,
-	)
+	))
 }
 
 // Workloads returns the registry of every workload.

@@ -82,6 +82,8 @@ func Main(ctx context.Context, st *State, args []string) int {
 	switch args[0] {
 	case "agent":
 		return agent.Main(ctx, st.Workloads, args[1:], st.Stdin, st.Stdout, st.Stderr)
+	case "platformd": // hidden: the remote end of host=ssh://... (internal/remote)
+		err = cmdPlatformd(ctx, st, args[1:])
 	case "run":
 		err = cmdRun(ctx, st, args[1:])
 	case "results":

@@ -276,6 +276,9 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	if err := plan.Validate(); err != nil {
 		return runner.Plan{}, nil, usage("%v", err)
 	}
+	if err := checkRemote(plan, targets); err != nil {
+		return runner.Plan{}, nil, usage("%v", err)
+	}
 	return plan, targets, nil
 }
 

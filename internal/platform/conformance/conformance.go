@@ -66,6 +66,10 @@ type Opts struct {
 	// Timeout bounds each check (default 3 minutes). It is a hang guard,
 	// not a performance threshold.
 	Timeout time.Duration
+	// Dial, when set, is how the test reaches the addresses instances
+	// report (a remote platform's addresses are its machine's, reached
+	// through its connection); nil dials from this host.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Required reports whether $ISOBENCH_REQUIRE_PLATFORMS names the platform.
@@ -671,7 +675,7 @@ func (s *suite) serveAndFetchAt(t *testing.T, ctx context.Context, inst platform
 	mustRun(t, ctx, inst, "sh", "-c", fmt.Sprintf("mkdir -p %s && echo %s > %s/index.html && httpd -p %d -h %s", dir, token, dir, port, dir))
 	var lastErr error
 	for ctx.Err() == nil {
-		body, err := httpGet(ctx, target)
+		body, err := httpGet(ctx, s.opts.Dial, target)
 		if err == nil {
 			if !strings.Contains(body, token) {
 				t.Fatalf("GET http://%s/ answered %q, want the token %s", target, body, token)
@@ -688,9 +692,11 @@ func (s *suite) serveAndFetchAt(t *testing.T, ctx context.Context, inst platform
 }
 
 // httpGet fetches / with a minimal HTTP/1.0 request.
-func httpGet(ctx context.Context, target string) (string, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", target)
+func httpGet(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error), target string) (string, error) {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	c, err := dial(ctx, "tcp", target)
 	if err != nil {
 		return "", err
 	}
