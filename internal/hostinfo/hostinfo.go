@@ -5,13 +5,14 @@
 package hostinfo
 
 import (
+	"golang.org/x/sys/unix"
+
 	"bufio"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/isobench/isobench/internal/cgroup"
 )
@@ -63,8 +64,8 @@ func Fingerprint() map[string]string {
 		"cores":            strconv.Itoa(runtime.NumCPU()),
 		"cgroup_version":   strconv.Itoa(cgroup.Version()),
 	}
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
 		f["kernel"] = cstr(u.Release[:])
 		f["hostname"] = cstr(u.Nodename[:])
 	}
@@ -123,13 +124,13 @@ func Fingerprint() map[string]string {
 	return f
 }
 
-func cstr(b []int8) string {
+func cstr(b []byte) string {
 	var s strings.Builder
 	for _, c := range b {
 		if c == 0 {
 			break
 		}
-		s.WriteByte(byte(c))
+		s.WriteByte(c)
 	}
 	return s.String()
 }

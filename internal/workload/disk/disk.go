@@ -274,7 +274,7 @@ func preallocate(ctx context.Context, path string, size int64, seed uint64) erro
 		return fmt.Errorf("disk: create %s: %w", path, err)
 	}
 	defer f.Close()
-	err = unix.Fallocate(int(f.Fd()), 0, 0, size)
+	err = fallocate(int(f.Fd()), size)
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
 		f.Close()
 		return layout(ctx, path, size, seed)
