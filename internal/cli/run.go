@@ -71,7 +71,7 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		study.Workloads = workloads
 	}
 	if set["instances"] {
-		n, err := spec.ParseInts(*instances, 1)
+		n, err := spec.ParseInts(*instances, 1, maxInstances)
 		if err != nil {
 			return usage("--instances: %v", err)
 		}
@@ -84,6 +84,9 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		study.RepsCap = *repsCap
 	}
 	if set["target"] {
+		if !validTarget(*target) {
+			return usage("--target %v: want a percentage above 0 and below 100, e.g. 2", *target)
+		}
 		study.Target = *target
 	}
 	if set["warmup"] {
@@ -203,6 +206,9 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	if study.Warmup < 0 {
 		return runner.Plan{}, nil, usage("--warmup must be ≥ 0")
 	}
+	if study.Target != 0 && !validTarget(study.Target) { // NaN, negative, ≥ 100
+		return runner.Plan{}, nil, usage("target %v: want a percentage above 0 and below 100, e.g. 2", study.Target)
+	}
 	plan := runner.Plan{Instances: study.Instances, Warmup: study.Warmup, Image: study.Image}
 	switch {
 	case study.Reps == "":
@@ -217,13 +223,16 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 			study.Target = 2
 		}
 		tgt := study.Target
-		if capN < 3 || tgt <= 0 || tgt >= 100 {
+		if capN < 3 || !validTarget(tgt) {
 			return runner.Plan{}, nil, usage("--reps auto needs --reps-cap ≥ 3 and 0 < --target < 100")
 		}
 		plan.Reps = capN
 		plan.Auto = stopRule(tgt / 100)
 	default:
 		n, err := strconv.Atoi(study.Reps)
+		if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(study.Reps, "-") {
+			return runner.Plan{}, nil, usage("--reps %q is too large", study.Reps)
+		}
 		if err != nil || n < 1 {
 			return runner.Plan{}, nil, usage(`--reps %q: want a whole number ≥ 1 or "auto"`, study.Reps)
 		}
@@ -276,11 +285,11 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	if err := plan.Validate(); err != nil {
 		return runner.Plan{}, nil, usage("%v", err)
 	}
-	if err := checkRemote(plan, targets); err != nil {
-		return runner.Plan{}, nil, usage("%v", err)
-	}
 	return plan, targets, nil
 }
+
+// validTarget is --target: a percentage strictly between 0 and 100 (NaN is not).
+func validTarget(t float64) bool { return t > 0 && t < 100 }
 
 func sortedKeys(m map[string]bool) []string {
 	return slices.Sorted(maps.Keys(m))

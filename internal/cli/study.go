@@ -2,10 +2,19 @@ package cli
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
 	"os"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
+
+// maxInstances bounds an instance count (--instances, instances:): more
+// concurrent instances than any host can start is a typo.
+const maxInstances = 4096
 
 // Study is the YAML form of a run's matrix; every field can also be given
 // as a flag (flags win).
@@ -21,26 +30,120 @@ type Study struct {
 	Image     string   `yaml:"image" json:"image"`
 }
 
+const studyKeys = `keys: platforms, workloads, instances, reps (a number or "auto"), reps_cap, target, warmup, baseline, image`
+
 // loadStudy reads a study file strictly: unknown keys are errors.
 func loadStudy(path string) (Study, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Study{}, usage("study file: %v", err)
 	}
-	// yaml.v3 decodes `reps: 3` and `reps: auto` alike into the string.
-	var st Study
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&st); err != nil {
-		return Study{}, usage("study file %s: %v (keys: platforms, workloads, instances, reps (a number or \"auto\"), reps_cap, target, warmup, baseline, image)", path, err)
-	}
-	if len(st.Platforms) == 0 || len(st.Workloads) == 0 {
-		return Study{}, usage("study file %s: needs at least one entry under platforms and under workloads", path)
-	}
-	for _, n := range st.Instances {
-		if n < 1 {
-			return Study{}, usage("study file %s: instances must be ≥ 1, got %d", path, n)
-		}
+	st, err := decodeStudy(b)
+	if err != nil {
+		return Study{}, usage("study file %s: %v", path, err)
 	}
 	return st, nil
+}
+
+// decodeStudy reads one YAML document into a Study strictly: unknown keys,
+// a second document, instance counts that are not whole numbers from 1 to
+// maxInstances and a target outside (0, 100) are errors.
+func decodeStudy(b []byte) (Study, error) {
+	// The document as a tree first: the decoder would truncate
+	// `instances: [1.5]` to 1 and take `target: 0` for "not given".
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Study{}, fmt.Errorf("the file is empty: it needs platforms and workloads (%s)", studyKeys)
+		}
+		return Study{}, fmt.Errorf("%v (%s)", err, studyKeys)
+	}
+	var second yaml.Node
+	if err := dec.Decode(&second); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return Study{}, fmt.Errorf("after the first document: %v", err)
+		}
+		return Study{}, fmt.Errorf("a second YAML document starts at line %d: a study file holds one", second.Line)
+	}
+	if err := checkStudyTree(&doc); err != nil {
+		return Study{}, err
+	}
+	// yaml decodes `reps: 3` and `reps: auto` alike into the string.
+	var st Study
+	strict := yaml.NewDecoder(bytes.NewReader(b))
+	strict.KnownFields(true)
+	if err := strict.Decode(&st); err != nil {
+		return Study{}, fmt.Errorf("%v (%s)", err, studyKeys)
+	}
+	if len(st.Platforms) == 0 || len(st.Workloads) == 0 {
+		return Study{}, fmt.Errorf("needs at least one entry under platforms and under workloads")
+	}
+	return st, nil
+}
+
+// checkStudyTree checks what the decoder would silently change: every
+// instance count is an integer scalar from 1 to maxInstances, and a given
+// target is a percentage in (0, 100).
+func checkStudyTree(doc *yaml.Node) error {
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil // the strict decode reports the shape
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		switch k.Value {
+		case "instances":
+			if v.Kind != yaml.SequenceNode {
+				continue // the strict decode reports it
+			}
+			for _, item := range v.Content {
+				if err := checkCount(item); err != nil {
+					return err
+				}
+			}
+		case "target":
+			if v.Kind != yaml.ScalarNode {
+				continue
+			}
+			var f float64
+			if err := v.Decode(&f); err != nil {
+				continue // the strict decode reports it
+			}
+			if !validTarget(f) {
+				return fmt.Errorf("line %d: target %s: want a percentage above 0 and below 100, e.g. 2", v.Line, v.Value)
+			}
+		}
+	}
+	return nil
+}
+
+func checkCount(n *yaml.Node) error {
+	bad := fmt.Errorf("line %d: instances: %q: want integers from 1 to %d, e.g. [1, 2, 4]", n.Line, n.Value, maxInstances)
+	if n.Kind != yaml.ScalarNode {
+		return bad
+	}
+	switch n.ShortTag() {
+	case "!!int":
+		var i int64
+		if err := n.Decode(&i); err != nil {
+			if !strings.HasPrefix(strings.TrimSpace(n.Value), "-") {
+				return fmt.Errorf("line %d: instances: %s is too large (at most %d)", n.Line, n.Value, maxInstances)
+			}
+			return bad
+		}
+		if i > maxInstances {
+			return fmt.Errorf("line %d: instances: %s is too large (at most %d)", n.Line, n.Value, maxInstances)
+		}
+		if i < 1 {
+			return bad
+		}
+		return nil
+	case "!!float":
+		var f float64
+		if n.Decode(&f) == nil && f == math.Trunc(f) && f > maxInstances { // 1e6, or an integer beyond int64
+			return fmt.Errorf("line %d: instances: %s is too large (at most %d)", n.Line, n.Value, maxInstances)
+		}
+	}
+	return bad
 }

@@ -181,6 +181,9 @@ type Options struct {
 // ParseOptions turns "docker:cpus=1,memory=2g,network=host,storage=volume"
 // into a base Spec. allowedExtra lists platform-specific keys it accepts.
 func ParseOptions(s string, allowedExtra ...string) (Options, error) {
+	// cpus= is finite, above 0 and at most maxCPUs: a limit beyond any
+	// real machine is a typo, and NaN or Inf would run unlimited.
+	const maxCPUs = 1024
 	sp, err := spec.Parse(s)
 	if err != nil {
 		return Options{}, err
@@ -190,12 +193,18 @@ func ParseOptions(s string, allowedExtra ...string) (Options, error) {
 		switch k {
 		case "cpus":
 			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f <= 0 {
-				return Options{}, fmt.Errorf("%s: cpus=%q must be a positive number of cores", sp.Name, v)
+			if (err == nil || errors.Is(err, strconv.ErrRange)) && f > maxCPUs { // 1e300, 1e400, inf
+				return Options{}, fmt.Errorf("%s: cpus=%q is too large (at most %d cores)", sp.Name, v, maxCPUs)
+			}
+			if err != nil || !(f > 0) { // !(f > 0) also refuses NaN
+				return Options{}, fmt.Errorf("%s: cpus=%q must be a positive number of cores, at most %d", sp.Name, v, maxCPUs)
 			}
 			o.Base.CPUs = f
 		case "memory":
 			n, err := spec.ParseSize(v)
+			if errors.Is(err, spec.ErrTooLarge) {
+				return Options{}, fmt.Errorf("%s: memory=%q is too large (at most 1024t)", sp.Name, v)
+			}
 			if err != nil || n < 4<<20 {
 				return Options{}, fmt.Errorf("%s: memory=%q must be a size of at least 4m, e.g. 512m or 2g", sp.Name, v)
 			}

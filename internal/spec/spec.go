@@ -4,7 +4,9 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,8 +105,17 @@ func (s Spec) String() string {
 	return s.Name + ":" + Canonical(s.Params)
 }
 
+// ErrTooLarge is wrapped by the parsers' errors for a value beyond what
+// they can hold or what can make sense, so callers say "too large" rather
+// than misreading an overflow.
+var ErrTooLarge = errors.New("too large")
+
+// MaxSize is the largest size ParseSize accepts: 1 PiB ("1024t").
+const MaxSize = int64(1) << 50
+
 // ParseSize reads a byte count: "4096", "4k", "4KiB", "1m", "2g", "1GB".
-// Suffixes are binary (k = 1024), as sysbench and fio read them.
+// Suffixes are binary (k = 1024), as sysbench and fio read them. NaN,
+// infinities and sizes above MaxSize are errors.
 func ParseSize(s string) (int64, error) {
 	t := strings.TrimSpace(strings.ToLower(s))
 	t = strings.TrimSuffix(t, "ib")
@@ -126,30 +137,71 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 {
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(f) || f < 0 {
 		return 0, fmt.Errorf("invalid size %q (want e.g. 4096, 4k, 64m, 1g)", s)
+	}
+	if f*float64(mult) > float64(MaxSize) { // also ±Inf and ErrRange overflows
+		return 0, fmt.Errorf("size %q is %w (at most 1024t)", s, ErrTooLarge)
 	}
 	return int64(f * float64(mult)), nil
 }
 
-// ParseDuration reads a Go duration or a plain number of seconds.
+// MaxDuration is the longest duration ParseDuration accepts (a year).
+const MaxDuration = 366 * 24 * time.Hour
+
+// ParseDuration reads a Go duration or a plain number of seconds; NaN,
+// infinities, negative durations and durations above MaxDuration are errors.
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f < 0 {
+	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch {
+		case math.IsNaN(f):
+			return 0, fmt.Errorf("invalid duration %q (want e.g. 10s, 500ms, 2m)", s)
+		case f < 0:
 			return 0, fmt.Errorf("negative duration %q", s)
+		case f > MaxDuration.Seconds():
+			return 0, fmt.Errorf("duration %q is %w (at most %s)", s, ErrTooLarge, MaxDuration)
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(s)
+	if err != nil && overflowsDuration(s) {
+		return 0, fmt.Errorf("duration %q is %w (at most %s)", s, ErrTooLarge, MaxDuration)
+	}
 	if err != nil || d < 0 {
 		return 0, fmt.Errorf("invalid duration %q (want e.g. 10s, 500ms, 2m)", s)
+	}
+	if d > MaxDuration {
+		return 0, fmt.Errorf("duration %q is %w (at most %s)", s, ErrTooLarge, MaxDuration)
 	}
 	return d, nil
 }
 
-// ParseInts reads "1,2,4" into ints, each at least min.
-func ParseInts(s string, min int) ([]int, error) {
+// overflowsDuration says whether time.ParseDuration refused s only
+// because it overflows: with every run of digits cut to one digit, it parses.
+func overflowsDuration(s string) bool {
+	d, err := time.ParseDuration(trimDigits(s))
+	return err == nil && d >= 0
+}
+
+// trimDigits shortens every run of digits to one digit, so the shape of an
+// overflowing duration can be checked without overflowing.
+func trimDigits(s string) string {
+	var b strings.Builder
+	prevDigit := false
+	for _, r := range s {
+		d := r >= '0' && r <= '9'
+		if d && prevDigit {
+			continue
+		}
+		b.WriteRune(r)
+		prevDigit = d
+	}
+	return b.String()
+}
+
+// ParseInts reads "1,2,4" into ints, each between min and max.
+func ParseInts(s string, min, max int) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
@@ -157,8 +209,11 @@ func ParseInts(s string, min int) ([]int, error) {
 			continue
 		}
 		n, err := strconv.Atoi(f)
+		if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(f, "-") || err == nil && n > max {
+			return nil, fmt.Errorf("count %q is %w (at most %d)", f, ErrTooLarge, max)
+		}
 		if err != nil || n < min {
-			return nil, fmt.Errorf("invalid count %q (want whole numbers ≥ %d, e.g. 1,2,4)", f, min)
+			return nil, fmt.Errorf("invalid count %q (want whole numbers from %d to %d, e.g. 1,2,4)", f, min, max)
 		}
 		out = append(out, n)
 	}

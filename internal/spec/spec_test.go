@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -52,10 +54,53 @@ func TestSizesAndDurations(t *testing.T) {
 	if _, err := ParseDuration("-3s"); err == nil {
 		t.Error("negative duration accepted")
 	}
-	if n, err := ParseInts("1, 2,4", 1); err != nil || len(n) != 3 || n[2] != 4 {
+	if n, err := ParseInts("1, 2,4", 1, 4096); err != nil || len(n) != 3 || n[2] != 4 {
 		t.Errorf("ParseInts: %v %v", n, err)
 	}
-	if _, err := ParseInts("1,0", 1); err == nil {
+	if _, err := ParseInts("1,0", 1, 4096); err == nil {
 		t.Error("0 instances accepted")
+	}
+}
+
+// Impossible values are refused at parse time, and an overflow says "too
+// large" (issue 12, defect 4: it used to wrap to a negative number and be
+// reported as below the minimum).
+func TestImpossibleValues(t *testing.T) {
+	for _, bad := range []string{"nan", "NaN", "inf", "+Inf", "-inf", "1e300", "1e400", "99999999999999999999t", "2000t", "1e20k"} {
+		n, err := ParseSize(bad)
+		if err == nil {
+			t.Errorf("ParseSize(%q) = %d, accepted", bad, n)
+		}
+	}
+	for _, big := range []string{"1e300", "1e400", "inf", "99999999999999999999t", "2000t", "1e20k", "1048577g"} {
+		if _, err := ParseSize(big); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "too large") {
+			t.Errorf("ParseSize(%q): %v, want too large", big, err)
+		}
+	}
+	if n, err := ParseSize("1024t"); err != nil || n != MaxSize {
+		t.Errorf("ParseSize(1024t) = %d, %v", n, err)
+	}
+	for _, bad := range []string{"nan", "-inf", "-1", "ten", "1x"} {
+		if d, err := ParseDuration(bad); err == nil || errors.Is(err, ErrTooLarge) {
+			t.Errorf("ParseDuration(%q) = %v, %v; want an invalid-duration error", bad, d, err)
+		}
+	}
+	for _, big := range []string{"inf", "1e300", "1e400", "99999999999999999999h", "9999999999h", "9000h"} {
+		if _, err := ParseDuration(big); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("ParseDuration(%q): %v, want too large", big, err)
+		}
+	}
+	if d, err := ParseDuration("8760h"); err != nil || d != 8760*time.Hour {
+		t.Errorf("a year: %v %v", d, err)
+	}
+	for _, big := range []string{"5000", "99999999999999999999", "1,2,100000"} {
+		if _, err := ParseInts(big, 1, 4096); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("ParseInts(%q): %v, want too large", big, err)
+		}
+	}
+	for _, bad := range []string{"0", "-99999999999999999999", "1.5", "x"} {
+		if _, err := ParseInts(bad, 1, 4096); err == nil || errors.Is(err, ErrTooLarge) {
+			t.Errorf("ParseInts(%q): %v, want invalid", bad, err)
+		}
 	}
 }

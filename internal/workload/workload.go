@@ -6,7 +6,9 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -146,28 +148,41 @@ func (p Param) check(v string) error {
 	bad := func(want string) error {
 		return fmt.Errorf("parameter %s=%q: want %s", p.Name, v, want)
 	}
+	tooLarge := fmt.Errorf("parameter %s=%s is too large", p.Name, v)
 	var x float64
 	switch p.Kind {
 	case Int:
 		n, err := strconv.ParseInt(v, 10, 64)
+		if errors.Is(err, strconv.ErrRange) && n > 0 {
+			return tooLarge
+		}
 		if err != nil {
 			return bad("a whole number")
 		}
 		x = float64(n)
 	case Float:
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
+		if (err == nil || errors.Is(err, strconv.ErrRange)) && math.IsInf(f, 1) {
+			return tooLarge
+		}
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return bad("a number")
 		}
 		x = f
 	case Size:
 		n, err := spec.ParseSize(v)
+		if errors.Is(err, spec.ErrTooLarge) {
+			return tooLarge
+		}
 		if err != nil {
 			return bad("a size such as 4k, 64m or 1g")
 		}
 		x = float64(n)
 	case Duration:
 		d, err := spec.ParseDuration(v)
+		if errors.Is(err, spec.ErrTooLarge) {
+			return tooLarge
+		}
 		if err != nil {
 			return bad("a duration such as 10s or 500ms")
 		}
