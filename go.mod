@@ -4,9 +4,9 @@ go 1.26.8
 
 require (
 	github.com/hashicorp/yamux v0.1.2
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/crypto v0.45.0
 	golang.org/x/sys v0.49.0
-	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.61.1
 )
 
