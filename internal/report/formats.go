@@ -47,7 +47,7 @@ func CSV(w io.Writer, d Doc) error {
 
 // Markdown writes the fingerprint and a table per workload.
 func Markdown(w io.Writer, d Doc) error {
-	fmt.Fprintf(w, "# isobench run %d (%s)\n\n## Environment\n\n", d.Run, d.Status)
+	fmt.Fprintf(w, "# isobench run %d (%s)\n\n## Environment\n\n", d.Run, md(d.Status))
 	keys := make([]string, 0, len(d.Fingerprint))
 	for k := range d.Fingerprint {
 		keys = append(keys, k)
@@ -55,13 +55,13 @@ func Markdown(w io.Writer, d Doc) error {
 	sort.Strings(keys)
 	fmt.Fprintln(w, "| key | value |\n|---|---|")
 	for _, k := range keys {
-		fmt.Fprintf(w, "| %s | %s |\n", k, strings.ReplaceAll(d.Fingerprint[k], "|", "\\|"))
+		fmt.Fprintf(w, "| %s | %s |\n", md(k), md(d.Fingerprint[k]))
 	}
 	prev := ""
 	for _, c := range d.Cells {
 		if c.Workload+c.Params != prev {
 			prev = c.Workload + c.Params
-			fmt.Fprintf(w, "\n## %s\n\n| metric | instances | platform | n | median | stdev | CV | ratio | ratio 95%% CI | verdict |\n|---|---:|---|---:|---:|---:|---:|---:|---|---|\n", workloadLabel(c))
+			fmt.Fprintf(w, "\n## %s\n\n| metric | instances | platform | n | median | stdev | CV | ratio | ratio 95%% CI | verdict |\n|---|---:|---|---:|---:|---:|---:|---:|---|---|\n", md(workloadLabel(c)))
 		}
 		ratio, rci := "", ""
 		if c.Baseline != "" && c.Label() != c.Baseline && c.Ratio != 0 {
@@ -70,10 +70,18 @@ func Markdown(w io.Writer, d Doc) error {
 				rci = fmt.Sprintf("[%.3f, %.3f]", c.RatioCILow, c.RatioCIHigh)
 			}
 		}
-		fmt.Fprintf(w, "| %s (%s) | %d | %s | %d | %s | %s | %.1f%% | %s | %s | %s |\n", c.Metric, c.Unit, c.Instances, c.Label(), c.N, num(c.Median), num(c.Stdev), 100*c.CV, ratio, rci, c.Verdict)
+		fmt.Fprintf(w, "| %s (%s) | %d | %s | %d | %s | %s | %.1f%% | %s | %s | %s |\n", md(c.Metric), md(c.Unit), c.Instances, md(c.Label()), c.N, num(c.Median), num(c.Stdev), 100*c.CV, ratio, rci, md(c.Verdict))
 	}
 	return nil
 }
+
+// md escapes text for a Markdown table cell: '|' would end the cell, and
+// '<', '>' would be read as HTML; a backslash escapes any ASCII punctuation.
+func md(s string) string {
+	return mdEscaper.Replace(s)
+}
+
+var mdEscaper = strings.NewReplacer(`\`, `\\`, "|", `\|`, "<", `\<`, ">", `\>`)
 
 // Change is one cell compared between two runs.
 type Change struct {
