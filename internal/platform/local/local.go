@@ -268,6 +268,7 @@ func Run(ctx context.Context, cmd *exec.Cmd, argv []string, what string) error {
 	if cmd.Stderr == nil {
 		cmd.Stderr = &limitWriter{w: &stderr, n: 4096}
 	}
+	platform.OwnProcessGroup(cmd) // Ctrl-C reaches isobench, not the engine's helper
 	cmd.Cancel = func() error {
 		KillTree(cmd.Process.Pid)
 		return nil

@@ -228,7 +228,8 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 			defer r.Close()
 		}
 	}
-	cmd := in.command(ctx, argv, stdio)
+	cmd := platform.OwnProcessGroup(in.command(ctx, argv, stdio))
+	cmd.Cancel = platform.KillGroup(cmd)
 	err := cmd.Run()
 	if stdinW != nil {
 		stdinW.Close() // the copier ends at its next write
