@@ -4,6 +4,7 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/docker"
 	"github.com/isobench/isobench/internal/platform/gvisor"
+	"github.com/isobench/isobench/internal/platform/jail"
 	"github.com/isobench/isobench/internal/platform/lxc"
 	"github.com/isobench/isobench/internal/platform/lxd"
 	"github.com/isobench/isobench/internal/platform/native"
@@ -25,5 +26,6 @@ func platformFactories() []platform.Factory {
 		podman.Factory,
 		gvisor.Factory,
 		lxd.Factory,
+		jail.Factory, // FreeBSD only: here it is reached with host=ssh://
 	}
 }

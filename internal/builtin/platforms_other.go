@@ -2,9 +2,14 @@
 
 package builtin
 
-import "github.com/isobench/isobench/internal/platform"
+import (
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/jail"
+	"github.com/isobench/isobench/internal/platform/native"
+)
 
-// platformFactories: off Linux this binary is an agent (it runs workloads
-// inside an instance or a FreeBSD jail driven over SSH); no platform runs
-// from here yet.
-func platformFactories() []platform.Factory { return nil }
+// platformFactories off Linux: the host's own processes (native, without
+// cgroup limits) and, on FreeBSD, jails.
+func platformFactories() []platform.Factory {
+	return []platform.Factory{native.Factory, jail.Factory}
+}
