@@ -1,0 +1,254 @@
+package study
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// Job is one expanded workload of a plan (one value of a sweep).
+type Job struct {
+	Spec     string // as written in the study (with the sweep)
+	Workload string
+	Params   workload.Params
+	Sweep    []string
+	PerRep   time.Duration // estimated time of one repetition at one instance
+}
+
+// Plan is what a study will run: jobs × instance counts × platforms ×
+// (warm-up + measured) repetitions, and an estimate of the time.
+type Plan struct {
+	File      File
+	Jobs      []Job
+	Cells     int // jobs × instance counts
+	Runs      int // repetitions over all cells and platforms (warm-ups included)
+	Reps      int // measured repetitions per cell and platform (the cap with auto)
+	Estimate  time.Duration
+	Available []string // pending workloads this binary has after all
+}
+
+// instanceCost is a rough time to create, start and remove one instance.
+var instanceCost = map[string]time.Duration{
+	"native": 50 * time.Millisecond, "runc": 300 * time.Millisecond, "crun": 250 * time.Millisecond,
+	"docker": 700 * time.Millisecond, "podman": 900 * time.Millisecond, "lxc": 600 * time.Millisecond,
+	"nspawn": 700 * time.Millisecond, "gvisor": 800 * time.Millisecond, "lxd": 2 * time.Second,
+	"qemu": 6 * time.Second,
+}
+
+// cores the estimate assumes fixed work is spread over.
+const cores = 2
+
+// NewPlan expands f's workloads with reg (sweeps, defaults) and estimates
+// the time.
+func NewPlan(f File, reg workload.Registry) (Plan, error) {
+	p := Plan{File: f}
+	reps := 5
+	switch {
+	case f.Reps == "":
+	case f.Reps == "auto":
+		reps = 30
+	default:
+		n, err := strconv.Atoi(f.Reps)
+		if err != nil || n < 1 {
+			return Plan{}, fmt.Errorf("reps %q: want a whole number or auto", f.Reps)
+		}
+		reps = n
+	}
+	p.Reps = reps
+	instances := f.Instances
+	if len(instances) == 0 {
+		instances = []int{1}
+	}
+	for _, w := range f.Workloads {
+		sp, err := spec.Parse(w)
+		if err != nil {
+			return Plan{}, fmt.Errorf("workload %q: %w", w, err)
+		}
+		def, err := reg.Lookup(sp.Name)
+		if err != nil {
+			return Plan{}, err
+		}
+		vs, err := workload.Expand(sp.Params)
+		if err != nil {
+			return Plan{}, fmt.Errorf("workload %s: %w", sp.Name, err)
+		}
+		for _, v := range vs {
+			params, err := def.Resolve(v.Raw)
+			if err != nil {
+				return Plan{}, err
+			}
+			p.Jobs = append(p.Jobs, Job{Spec: w, Workload: sp.Name, Params: params, Sweep: v.Sweep, PerRep: perRep(sp.Name, params)})
+		}
+	}
+	p.Cells = len(p.Jobs) * len(instances)
+	p.Runs = p.Cells * len(f.Platforms) * (reps + f.Warmup)
+	for _, j := range p.Jobs {
+		for _, n := range instances {
+			// Fixed work shares the cores; timed work does not take longer.
+			work := j.PerRep
+			if fixedWork(j.Workload, j.Params) && n > cores {
+				work = time.Duration(float64(work) * float64(n) / cores)
+			}
+			for _, pl := range f.Platforms {
+				name, _, _ := strings.Cut(pl, ":")
+				c, ok := instanceCost[name]
+				if !ok {
+					c = time.Second
+				}
+				// Instances are created concurrently, but engines
+				// serialise much of it: count half of them.
+				setup := time.Duration(float64(c) * math.Max(1, float64(n)/2))
+				p.Estimate += time.Duration(reps+f.Warmup) * (work + setup)
+			}
+		}
+	}
+	if f.Study != nil {
+		for _, e := range f.Study.Experiments {
+			for _, w := range e.Pending {
+				if sp, err := spec.Parse(w); err == nil {
+					if _, err := reg.Lookup(sp.Name); err == nil {
+						p.Available = append(p.Available, w)
+					}
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+func fixedWork(name string, p workload.Params) bool {
+	switch name {
+	case "astar", "soplex":
+		return true
+	case "cpu":
+		return p.Int("events") > 0
+	}
+	return false
+}
+
+// perRep estimates one repetition of a workload at one instance, from its
+// parameters (durations as given; fixed work from rates measured on a
+// 2-core VM). It only has to be right within a factor of two or so.
+func perRep(name string, p workload.Params) time.Duration {
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	switch name {
+	case "cpu":
+		if n := p.Int("events"); n > 0 {
+			per := 0.32e-3 * math.Pow(float64(p.Int("max-prime"))/1e4, 1.5)
+			return sec(float64(n) * per / math.Min(float64(p.Int("threads")), cores))
+		}
+		return p.Duration("duration")
+	case "memory", "disk", "tcp-stream", "tcp-rr", "tcp-crr", "tool:sysbench-cpu", "tool:sysbench-memory", "tool:fio", "tool:iperf3", "tool:sockperf", "oltp":
+		d := p.Duration("duration")
+		if name == "disk" {
+			// laying out the files, untimed
+			d += sec(float64(p.Size("size")) * float64(p.Int("jobs")) / 300e6)
+		}
+		return d + 500*time.Millisecond
+	case "stream":
+		n := 10e6
+		if v := p.Str("array-size"); v != "auto" {
+			if x, err := spec.ParseSize(v); err == nil {
+				n = float64(x)
+			}
+		}
+		// 4 kernels, ~3 arrays of 8-byte elements each, at ~5 GB/s
+		return sec(1 + float64(p.Int("passes"))*4*3*8*n/5e9)
+	case "blockio":
+		size := float64(p.Size("size"))
+		if p.Str("mode") == "ionugget" {
+			blocks := size / float64(p.Size("block-size"))
+			return sec(blocks*5e-3 + size/float64(p.Size("read-size"))*2e-6 + 0.5)
+		}
+		return sec(2*size/150e6 + 0.5)
+	case "fs":
+		return p.Duration("runtime") + 3*time.Second
+	case "startup":
+		return time.Second
+	case "footprint":
+		return p.Duration("window") + time.Second
+	case "astar":
+		return sec(float64(p.Int("queries")) * float64(p.Int("width")*p.Int("height")) * 9e-9)
+	case "soplex":
+		r := float64(p.Int("rows")) / 300
+		return sec(6 * r * r * r * float64(p.Int("solves")))
+	case "http", "redis":
+		return 15 * time.Second
+	}
+	return 10 * time.Second
+}
+
+// Print writes the plan for a person: what runs, what does not and why,
+// and how long it should take.
+func (p Plan) Print(w io.Writer) {
+	f := p.File
+	if m := f.Study; m != nil {
+		fmt.Fprintf(w, "study %s (%s scale): %s\n  %s\n", m.ID, m.Scale, m.Title, m.Citation)
+	}
+	inst := f.Instances
+	if len(inst) == 0 {
+		inst = []int{1}
+	}
+	fmt.Fprintf(w, "platforms: %s   instances: %s   baseline: %s\n", strings.Join(f.Platforms, ", "), joinInts(inst), orDash(f.Baseline))
+	if m := f.Study; m != nil && m.PaperBaseline != "" {
+		fmt.Fprintf(w, "  the paper's baseline: %s\n", m.PaperBaseline)
+	}
+	fmt.Fprintf(w, "%d workload cells × %d instance counts = %d cells; × %d platforms × %d repetitions", len(p.Jobs), len(inst), p.Cells, len(f.Platforms), p.Reps)
+	if f.Warmup > 0 {
+		fmt.Fprintf(w, " (+%d warm-up)", f.Warmup)
+	}
+	fmt.Fprintf(w, " = %d runs, about %s\n", p.Runs, roundEstimate(p.Estimate))
+	for _, j := range p.Jobs {
+		sw := ""
+		if len(j.Sweep) > 0 {
+			sw = "  [sweep " + strings.Join(j.Sweep, ",") + "]"
+		}
+		fmt.Fprintf(w, "  %s:%s  ~%s per repetition%s\n", j.Workload, j.Params, j.PerRep.Round(100*time.Millisecond), sw)
+	}
+	if m := f.Study; m != nil {
+		for _, pl := range m.NotRun() {
+			fmt.Fprintf(w, "not run here: %s: %s", pl.Paper, pl.NotRun)
+			if pl.WouldRun != "" {
+				fmt.Fprintf(w, " (would run with: %s)", pl.WouldRun)
+			}
+			fmt.Fprintln(w)
+		}
+		for _, e := range m.PendingExperiments() {
+			fmt.Fprintf(w, "not yet runnable: %s %s: %s\n", e.ID, e.Title, e.NotRunnable)
+		}
+		if len(p.Available) > 0 {
+			fmt.Fprintf(w, "this binary now has %s: add to workloads: (see the study's pending entries) to run them\n", strings.Join(p.Available, ", "))
+		}
+	}
+}
+
+func roundEstimate(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(math.Ceil(d.Minutes())))
+	}
+	return fmt.Sprintf("%.1f h", d.Hours())
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,351 @@
+// Package study holds the five studies isobench reproduces as study files
+// embedded in the binary, in the same format `isobench run study.yaml`
+// reads: the matrix (platforms, workloads, instances, reps, baseline) at
+// the paper's own parameters, plus, under `study:`, what the paper was
+// (citation, platforms, including those this host cannot run and why),
+// how to shrink it (scales), and what it found, as data, per figure and
+// table. It also turns a study into a plan (cells, repetitions, a time
+// estimate) and compares a run's results with the paper's findings.
+package study
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/isobench/isobench/internal/spec"
+)
+
+//go:embed files/*.yaml
+var files embed.FS
+
+// File is a study file: the keys `isobench run` reads plus the study
+// metadata under `study:`.
+type File struct {
+	Platforms []string `yaml:"platforms,flow"`
+	Workloads []string `yaml:"workloads"`
+	Instances []int    `yaml:"instances,flow"`
+	Reps      string   `yaml:"reps"`
+	Warmup    int      `yaml:"warmup,omitempty"`
+	Baseline  string   `yaml:"baseline,omitempty"`
+	Image     string   `yaml:"image,omitempty"`
+	Study     *Meta    `yaml:"study,omitempty"`
+}
+
+// Meta describes the paper a study file reproduces.
+type Meta struct {
+	ID       string `yaml:"id" json:"id"`
+	Title    string `yaml:"title" json:"title"`
+	Citation string `yaml:"citation" json:"citation"`
+	// Central is the statistic the paper reports (median, mean).
+	Central string `yaml:"central,omitempty" json:"central,omitempty"`
+	// PaperBaseline says what the paper compared against, when it differs
+	// from the file's baseline (e.g. "native@1": one run of the host
+	// against N containers).
+	PaperBaseline string `yaml:"paper_baseline,omitempty" json:"paper_baseline,omitempty"`
+	// Scale is the scale the matrix is at ("paper" in the embedded
+	// files; `study show --scale quick` writes "quick").
+	Scale       string           `yaml:"scale,omitempty" json:"scale,omitempty"`
+	Platforms   []Platform       `yaml:"platforms" json:"platforms"`
+	Scales      map[string]Scale `yaml:"scales,omitempty" json:"scales,omitempty"`
+	Experiments []Experiment     `yaml:"experiments" json:"experiments"`
+	Notes       []string         `yaml:"notes,omitempty" json:"notes,omitempty"`
+}
+
+// Platform is one platform of the paper: either run here as Label (one of
+// the file's platforms), or not, with why and what would make it run.
+type Platform struct {
+	Paper    string `yaml:"paper" json:"paper"`
+	Label    string `yaml:"label,omitempty" json:"label,omitempty"`
+	NotRun   string `yaml:"not_run,omitempty" json:"not_run,omitempty"`
+	WouldRun string `yaml:"would_run,omitempty" json:"would_run,omitempty"`
+}
+
+// Scale shrinks (or grows) a study: every cell stays, parameters and
+// repetitions change.
+type Scale struct {
+	Reps   string `yaml:"reps,omitempty" json:"reps,omitempty"`
+	Warmup *int   `yaml:"warmup,omitempty" json:"warmup,omitempty"`
+	// Params maps a workload name to "k=v,k=v" set on every entry of that
+	// workload (a sweep keeps its values unless its key is set here).
+	Params map[string]string `yaml:"params,omitempty" json:"params,omitempty"`
+	Note   string            `yaml:"note,omitempty" json:"note,omitempty"`
+}
+
+// Experiment is one figure or table of the paper.
+type Experiment struct {
+	ID    string `yaml:"id" json:"id"` // as numbered in the paper: fig3, table2
+	Title string `yaml:"title" json:"title"`
+	// Workload selects the matrix entries of this experiment: a name with
+	// optional parameters that must match ("disk:pattern=randread").
+	Workload string `yaml:"workload,omitempty" json:"workload,omitempty"`
+	Metric   string `yaml:"metric,omitempty" json:"metric,omitempty"`
+	// Pending are workload specs the experiment needs that this binary
+	// cannot run yet, with the reason in NotRunnable.
+	Pending     []string  `yaml:"pending,omitempty" json:"pending,omitempty"`
+	NotRunnable string    `yaml:"not_runnable,omitempty" json:"not_runnable,omitempty"`
+	Findings    []Finding `yaml:"findings,omitempty" json:"findings,omitempty"`
+}
+
+// Finding is one thing the paper found. Text says it in the paper's words;
+// Better, Ranking or Same make it checkable against a run (platform
+// labels of the file). Without them it is reported, not checked.
+type Finding struct {
+	Text string `yaml:"text" json:"text"`
+	// Metric overrides the experiment's metric.
+	Metric string `yaml:"metric,omitempty" json:"metric,omitempty"`
+	// Params narrows the cells to those with these parameter values
+	// ("threads=1").
+	Params string `yaml:"params,omitempty" json:"params,omitempty"`
+	// Instances narrows the instance counts (empty: every count run).
+	Instances []int `yaml:"instances,omitempty,flow" json:"instances,omitempty"`
+	// Better: [A, B] means A did better than B.
+	Better []string `yaml:"better,omitempty,flow" json:"better,omitempty"`
+	// Ranking: best first; each neighbour pair is a Better.
+	Ranking []string `yaml:"ranking,omitempty,flow" json:"ranking,omitempty"`
+	// Same: no detectable difference between these platforms.
+	Same []string `yaml:"same,omitempty,flow" json:"same,omitempty"`
+}
+
+// Scales every study has: paper is the file as written.
+const (
+	ScalePaper = "paper"
+	ScaleQuick = "quick"
+)
+
+// IDs lists the built-in studies, sorted.
+func IDs() []string {
+	ents, _ := fs.ReadDir(files, "files")
+	var ids []string
+	for _, e := range ents {
+		ids = append(ids, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Raw returns a built-in study file's text.
+func Raw(id string) ([]byte, error) {
+	b, err := files.ReadFile(path.Join("files", id+".yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("no built-in study %q (known: %s)", id, strings.Join(IDs(), ", "))
+	}
+	return b, nil
+}
+
+// Load returns a built-in study at the paper's scale.
+func Load(id string) (File, error) {
+	b, err := Raw(id)
+	if err != nil {
+		return File{}, err
+	}
+	f, err := Decode(b)
+	if err != nil {
+		return File{}, fmt.Errorf("built-in study %s: %w", id, err)
+	}
+	return f, nil
+}
+
+// Decode reads a study file strictly (unknown keys are errors) and checks
+// its metadata against its matrix.
+func Decode(b []byte) (File, error) {
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return File{}, err
+	}
+	return f, f.Check()
+}
+
+// Check verifies that the metadata refers to the matrix: run platforms
+// are in platforms:, every finding names run platforms, every experiment
+// with a workload selects at least one entry of workloads:.
+func (f File) Check() error {
+	if len(f.Platforms) == 0 || len(f.Workloads) == 0 {
+		return fmt.Errorf("needs at least one entry under platforms and under workloads")
+	}
+	m := f.Study
+	if m == nil {
+		return nil
+	}
+	if m.ID == "" || m.Title == "" {
+		return fmt.Errorf("study: needs an id and a title")
+	}
+	for _, p := range m.Platforms {
+		switch {
+		case p.Label != "" && !slices.Contains(f.Platforms, p.Label):
+			return fmt.Errorf("study %s: platform %q (%s) is not under platforms:", m.ID, p.Label, p.Paper)
+		case p.Label == "" && p.NotRun == "":
+			return fmt.Errorf("study %s: platform %q neither runs here (label) nor says why not (not_run)", m.ID, p.Paper)
+		}
+	}
+	for name, sc := range m.Scales {
+		for w, kv := range sc.Params {
+			if _, err := spec.Parse(w + ":" + kv); err != nil {
+				return fmt.Errorf("study %s: scale %s: %w", m.ID, name, err)
+			}
+		}
+	}
+	for _, e := range m.Experiments {
+		if e.Workload == "" {
+			if e.NotRunnable == "" {
+				return fmt.Errorf("study %s: experiment %s has no workload and no not_runnable reason", m.ID, e.ID)
+			}
+		} else {
+			sel, err := spec.Parse(e.Workload)
+			if err != nil {
+				return fmt.Errorf("study %s: experiment %s: %w", m.ID, e.ID, err)
+			}
+			found := false
+			for _, w := range f.Workloads {
+				if sp, err := spec.Parse(w); err == nil && Selects(sel, sp.Name, sp.Params) {
+					found = true
+				}
+			}
+			if !found {
+				return fmt.Errorf("study %s: experiment %s selects %q, which no entry under workloads: matches", m.ID, e.ID, e.Workload)
+			}
+		}
+		for _, fd := range e.Findings {
+			for _, l := range slices.Concat(fd.Better, fd.Ranking, fd.Same) {
+				if !slices.Contains(f.Platforms, l) {
+					return fmt.Errorf("study %s: experiment %s: finding %q names %q, which is not under platforms:", m.ID, e.ID, fd.Text, l)
+				}
+			}
+			if len(fd.Better) != 0 && len(fd.Better) != 2 {
+				return fmt.Errorf("study %s: experiment %s: better needs two platforms [A, B], got %v", m.ID, e.ID, fd.Better)
+			}
+		}
+	}
+	return nil
+}
+
+// Selects reports whether the selector sel (a workload name and the
+// parameter values it requires) matches a workload with these params. A
+// swept value in params ("1|2|4") matches a selector value among them.
+func Selects(sel spec.Spec, name string, params map[string]string) bool {
+	if sel.Name != name {
+		return false
+	}
+	for k, v := range sel.Params {
+		got, ok := params[k]
+		if !ok || (got != v && !slices.Contains(strings.Split(got, "|"), v)) {
+			return false
+		}
+	}
+	return true
+}
+
+// AtScale returns the study at a scale: "paper" is the file as written;
+// another scale replaces the repetitions and sets its parameters on every
+// entry of the workloads it names. Every cell stays.
+func (f File) AtScale(scale string) (File, error) {
+	if scale == "" || scale == ScalePaper {
+		out := f.clone()
+		if out.Study != nil {
+			out.Study.Scale = ScalePaper
+		}
+		return out, nil
+	}
+	if f.Study == nil {
+		return File{}, fmt.Errorf("scale %q: this study file has no scales", scale)
+	}
+	sc, ok := f.Study.Scales[scale]
+	if !ok {
+		names := []string{ScalePaper}
+		for n := range f.Study.Scales {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return File{}, fmt.Errorf("study %s has no scale %q (scales: %s)", f.Study.ID, scale, strings.Join(names, ", "))
+	}
+	out := f.clone()
+	out.Study.Scale = scale
+	if sc.Reps != "" {
+		out.Reps = sc.Reps
+	}
+	if sc.Warmup != nil {
+		out.Warmup = *sc.Warmup
+	}
+	for i, w := range out.Workloads {
+		sp, err := spec.Parse(w)
+		if err != nil {
+			return File{}, fmt.Errorf("workload %q: %w", w, err)
+		}
+		set, ok := sc.Params[sp.Name]
+		if !ok {
+			continue
+		}
+		over, err := spec.Parse(sp.Name + ":" + set)
+		if err != nil {
+			return File{}, err
+		}
+		for k, v := range over.Params {
+			sp.Params[k] = v
+		}
+		out.Workloads[i] = sp.String()
+	}
+	return out, nil
+}
+
+func (f File) clone() File {
+	out := f
+	out.Platforms = slices.Clone(f.Platforms)
+	out.Workloads = slices.Clone(f.Workloads)
+	out.Instances = slices.Clone(f.Instances)
+	if f.Study != nil {
+		m := *f.Study
+		out.Study = &m
+	}
+	return out
+}
+
+// Encode renders the file as YAML that `isobench run` reads back.
+func (f File) Encode() ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// NotRun lists the paper's platforms that do not run here.
+func (m *Meta) NotRun() []Platform {
+	if m == nil {
+		return nil
+	}
+	var out []Platform
+	for _, p := range m.Platforms {
+		if p.Label == "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// PendingExperiments lists the experiments this binary cannot run yet.
+func (m *Meta) PendingExperiments() []Experiment {
+	if m == nil {
+		return nil
+	}
+	var out []Experiment
+	for _, e := range m.Experiments {
+		if e.NotRunnable != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,178 @@
+package study
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isobench/isobench/internal/builtin"
+	"github.com/isobench/isobench/internal/spec"
+)
+
+func TestEveryBuiltInStudyParsesAndPlans(t *testing.T) {
+	ids := IDs()
+	if strings.Join(ids, ",") != "000,001,002,003,004" {
+		t.Fatalf("built-in studies %v", ids)
+	}
+	reg := builtin.Workloads()
+	pl := builtin.Platforms()
+	for _, id := range ids {
+		f, err := Load(id)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if f.Study == nil || f.Study.ID != id {
+			t.Fatalf("%s: metadata id %+v", id, f.Study)
+		}
+		for _, p := range f.Platforms {
+			if _, _, err := pl.Parse(p); err != nil {
+				t.Errorf("%s: platform %s: %v", id, p, err)
+			}
+		}
+		for _, scale := range []string{ScalePaper, ScaleQuick} {
+			g, err := f.AtScale(scale)
+			if err != nil {
+				t.Fatalf("%s %s: %v", id, scale, err)
+			}
+			p, err := NewPlan(g, reg)
+			if err != nil {
+				t.Fatalf("%s %s: %v", id, scale, err)
+			}
+			inst := len(g.Instances)
+			if p.Cells != len(p.Jobs)*inst || p.Runs != p.Cells*len(g.Platforms)*(p.Reps+g.Warmup) || p.Estimate <= 0 {
+				t.Errorf("%s %s: plan %d cells, %d runs, %s", id, scale, p.Cells, p.Runs, p.Estimate)
+			}
+			var b bytes.Buffer
+			p.Print(&b)
+			if !strings.Contains(b.String(), "study "+id+" ("+scale+" scale)") {
+				t.Errorf("%s: plan text %s", id, b.String())
+			}
+			// Every platform of the paper is either run or said not to be.
+			for _, pp := range g.Study.NotRun() {
+				if !strings.Contains(b.String(), "not run here: "+pp.Paper) {
+					t.Errorf("%s: %s missing from the plan", id, pp.Paper)
+				}
+			}
+			t.Logf("%s %s: %d jobs, %d cells, %d runs, ~%s", id, scale, len(p.Jobs), p.Cells, p.Runs, p.Estimate.Round(time.Second))
+		}
+	}
+}
+
+func TestQuickKeepsEveryCell(t *testing.T) {
+	reg := builtin.Workloads()
+	for _, id := range IDs() {
+		f, _ := Load(id)
+		paper, _ := NewPlan(f, reg)
+		q, _ := f.AtScale(ScaleQuick)
+		quick, err := NewPlan(q, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if quick.Cells != paper.Cells || strings.Join(q.Platforms, " ") != strings.Join(f.Platforms, " ") {
+			t.Errorf("%s: quick has %d cells on %v, paper %d on %v", id, quick.Cells, q.Platforms, paper.Cells, f.Platforms)
+		}
+		if quick.Estimate >= paper.Estimate {
+			t.Errorf("%s: quick (%s) is not shorter than paper (%s)", id, quick.Estimate, paper.Estimate)
+		}
+		// About ten minutes on two cores: allow a generous margin.
+		if quick.Estimate > 20*time.Minute {
+			t.Errorf("%s: quick estimate %s", id, quick.Estimate)
+		}
+	}
+}
+
+func TestPaperParameters(t *testing.T) {
+	f, _ := Load("000")
+	if fmt.Sprint(f.Instances) != "[1 2 4 8 16 32]" || f.Reps != "10" {
+		t.Errorf("000: instances %v reps %s", f.Instances, f.Reps)
+	}
+	cpu, _ := spec.Parse(f.Workloads[0])
+	if cpu.Params["threads"] != "8" || cpu.Params["duration"] != "10s" || cpu.Params["max-prime"] != "10000" {
+		t.Errorf("000 cpu: %v", cpu)
+	}
+	f4, _ := Load("004")
+	if f4.Reps != "30" {
+		t.Errorf("004 reps %s", f4.Reps)
+	}
+	p, _ := NewPlan(f4, builtin.Workloads())
+	var threads []string
+	for _, j := range p.Jobs {
+		if j.Workload == "cpu" {
+			threads = append(threads, j.Params.Str("threads"))
+			if len(j.Sweep) != 1 || j.Sweep[0] != "threads" {
+				t.Errorf("004 cpu sweep %v", j.Sweep)
+			}
+		}
+	}
+	if strings.Join(threads, ",") != "1,2,4,6,8" {
+		t.Errorf("004 thread sweep %v", threads)
+	}
+	f3, _ := Load("003")
+	for _, pl := range f3.Platforms[1:] {
+		if !strings.Contains(pl, "cpus=2") || !strings.Contains(pl, "memory=8g") {
+			t.Errorf("003 platform %s is not 2 vCPU / 8 GB", pl)
+		}
+	}
+}
+
+func TestScaleRewritesOnlyNamedParams(t *testing.T) {
+	f := File{Platforms: []string{"native"}, Workloads: []string{"cpu:threads=1|2,events=10000", "stream"}, Reps: "30",
+		Study: &Meta{ID: "x", Title: "t", Scales: map[string]Scale{"quick": {Reps: "3", Params: map[string]string{"cpu": "events=100"}}}}}
+	q, err := f.AtScale("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Workloads[0] != "cpu:events=100,threads=1|2" || q.Workloads[1] != "stream" || q.Reps != "3" || q.Study.Scale != "quick" {
+		t.Fatalf("quick: %v reps %s", q.Workloads, q.Reps)
+	}
+	if f.Workloads[0] != "cpu:threads=1|2,events=10000" || f.Reps != "30" {
+		t.Fatal("AtScale changed its receiver")
+	}
+	if _, err := f.AtScale("huge"); err == nil || !strings.Contains(err.Error(), "paper, quick") {
+		t.Fatalf("unknown scale: %v", err)
+	}
+}
+
+func TestCheckRejectsInconsistentMetadata(t *testing.T) {
+	base := func() File {
+		return File{Platforms: []string{"native", "docker"}, Workloads: []string{"cpu"}, Study: &Meta{ID: "x", Title: "t",
+			Experiments: []Experiment{{ID: "fig1", Workload: "cpu", Findings: []Finding{{Text: "ok", Better: []string{"native", "docker"}}}}}}}
+	}
+	if err := base().Check(); err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]func(*File){
+		"finding names an unknown platform": func(f *File) { f.Study.Experiments[0].Findings[0].Better = []string{"lxd", "docker"} },
+		"experiment selects nothing":        func(f *File) { f.Study.Experiments[0].Workload = "memory" },
+		"platform neither run nor excused":  func(f *File) { f.Study.Platforms = []Platform{{Paper: "jails"}} },
+		"label not in platforms":            func(f *File) { f.Study.Platforms = []Platform{{Paper: "x", Label: "lxc"}} },
+		"no workload and no reason":         func(f *File) { f.Study.Experiments[0].Workload = "" },
+	}
+	for name, mut := range bad {
+		f := base()
+		mut(&f)
+		if err := f.Check(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	for _, id := range IDs() {
+		f, _ := Load(id)
+		q, _ := f.AtScale(ScaleQuick)
+		b, err := q.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", id, err, b)
+		}
+		if strings.Join(back.Workloads, ";") != strings.Join(q.Workloads, ";") || back.Reps != q.Reps || back.Study.Scale != ScaleQuick || len(back.Study.Experiments) != len(q.Study.Experiments) {
+			t.Errorf("%s: round trip differs", id)
+		}
+	}
+}
