@@ -24,6 +24,7 @@ import (
 	"github.com/isobench/isobench/internal/workload/lifecycle"
 	"github.com/isobench/isobench/internal/workload/memory"
 	"github.com/isobench/isobench/internal/workload/netbench"
+	"github.com/isobench/isobench/internal/workload/service"
 	"github.com/isobench/isobench/internal/workload/startup"
 	"github.com/isobench/isobench/internal/workload/stream"
 	"github.com/isobench/isobench/internal/workload/tooladapt"
@@ -59,6 +60,7 @@ func Workloads() workload.Registry {
 	defs = append(defs, tooladapt.Defs()...)
 	defs = append(defs, netbench.Defs()...)  // incl. the hidden _net-server, _net-client halves
 	defs = append(defs, lifecycle.Defs()...) // incl. the hidden _spin load
+	defs = append(defs, service.Defs()...)   // incl. the hidden _service, _service-log halves
 	r, err := workload.NewRegistry(defs...)
 	if err != nil {
 		// The list above is fixed at compile time; a duplicate is a

@@ -1,0 +1,442 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/isobench/isobench/internal/agenthost"
+	"github.com/isobench/isobench/internal/par"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// Client placements.
+const (
+	OnHost     = "host"
+	OnInstance = "instance"
+)
+
+// Image is the image profile the service workloads need in instances.
+const Image = "debian"
+
+// Defs are the service workloads with their hidden in-guest halves;
+// register all of them (the agent needs the hidden ones).
+func Defs() []workload.Def { return []workload.Def{HTTP, RedisDef, OLTP, Server, LogTail} }
+
+func commonParams() []workload.Param {
+	return []workload.Param{
+		{Name: "client", Kind: workload.Enum, Enum: []string{OnHost, OnInstance}, Default: OnHost, Help: "where the load generators run: on the host (over the platform's network; the published port with network=nat) or in client instances; one client per instance count"},
+		{Name: "port", Kind: workload.Int, Default: "0", Min: 0, Max: 65535, Help: "server port; 0 picks a free one"},
+		{Name: "max-conns", Kind: workload.Int, Default: "0", Min: 0, Max: 1 << 20, Help: "connections the server accepts at once (nginx worker_connections, Apache MaxRequestWorkers, redis maxclients, mariadb max_connections); 0: plenty"},
+	}
+}
+
+// HTTP serves a static file with nginx or Apache to ab or wrk.
+var HTTP = workload.Def{
+	Name: "http",
+	Help: "nginx or Apache serving a static file to ab or wrk (study 004: Apache with ab at 1k-8k users): total time, requests/s, transfer rate, latency p50/p99, failed requests; needs --image debian (native: the host's nginx/apache2)",
+	Params: append(commonParams(),
+		workload.Param{Name: "server", Kind: workload.Enum, Enum: []string{Nginx, Apache}, Default: Nginx, Help: "web server"},
+		workload.Param{Name: "tool", Kind: workload.Enum, Enum: []string{"ab", "wrk"}, Default: "ab", Help: "load generator"},
+		workload.Param{Name: "users", Kind: workload.Int, Default: "100", Min: 1, Max: 100000, Help: "concurrent connections per client (ab -c, wrk -c)"},
+		workload.Param{Name: "requests", Kind: workload.Int, Default: "10000", Min: 1, Max: 1 << 40, Help: "ab: requests per client (ab -n)"},
+		workload.Param{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 1, Max: 86400, Help: "wrk: how long each client runs (wrk -d)"},
+		workload.Param{Name: "size", Kind: workload.Size, Default: "4k", Min: 0, Max: 1 << 30, Help: "bytes of the static file served"},
+	),
+	Check: func(p workload.Params) error {
+		if p.Str("tool") == "ab" && p.Int("requests") < p.Int("users") {
+			return fmt.Errorf("ab needs requests (%d) >= users (%d)", p.Int("requests"), p.Int("users"))
+		}
+		return nil
+	},
+	Host:    hostRun(httpKind),
+	Timeout: func(p workload.Params) time.Duration { return p.Duration("duration") + 10*time.Minute },
+}
+
+// RedisDef runs redis-benchmark against redis-server.
+var RedisDef = workload.Def{
+	Name: "redis",
+	Help: "redis-server under redis-benchmark -P 16 (study 003: GET and SET at 1-16 connections): ops/s and latency p50/p99 per operation; needs --image debian (native: the host's redis-server)",
+	Params: append(commonParams(),
+		workload.Param{Name: "connections", Kind: workload.Int, Default: "4", Min: 1, Max: 10000, Help: "parallel connections per client (redis-benchmark -c)"},
+		workload.Param{Name: "ops", Kind: workload.String, Default: "get+set", Help: "operations, '+'-separated (redis-benchmark -t), e.g. get+set"},
+		workload.Param{Name: "requests", Kind: workload.Int, Default: "200000", Min: 1, Max: 1 << 40, Help: "requests per operation (redis-benchmark -n)"},
+		workload.Param{Name: "pipeline", Kind: workload.Int, Default: "16", Min: 1, Max: 10000, Help: "requests in flight per connection (redis-benchmark -P)"},
+		workload.Param{Name: "keyspace", Kind: workload.Int, Default: "100000", Min: 1, Max: 1 << 40, Help: "random keys (redis-benchmark -r)"},
+	),
+	Check: func(p workload.Params) error {
+		for _, op := range strings.Split(p.Str("ops"), "+") {
+			if !validOp(op) {
+				return fmt.Errorf("ops=%q: %q is not a redis-benchmark test (e.g. get, set, incr, lpush)", p.Str("ops"), op)
+			}
+		}
+		return nil
+	},
+	Host:    hostRun(redisKind),
+	Timeout: func(workload.Params) time.Duration { return 20 * time.Minute },
+}
+
+func validOp(op string) bool {
+	if op == "" {
+		return false
+	}
+	for _, r := range op {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// OLTP runs sysbench oltp against MariaDB.
+var OLTP = workload.Def{
+	Name: "oltp",
+	Help: "MariaDB under sysbench oltp_read_only|oltp_read_write (study 003: 1M rows, 1-16 threads): tps, qps, latency p95; the table is prepared untimed; needs --image debian (native: the host's mariadb-server)",
+	Params: append(commonParams(),
+		workload.Param{Name: "test", Kind: workload.Enum, Enum: []string{"oltp_read_only", "oltp_read_write"}, Default: "oltp_read_only", Help: "sysbench test"},
+		workload.Param{Name: "table-size", Kind: workload.Int, Default: "1000000", Min: 1, Max: 1 << 40, Help: "rows in the table"},
+		workload.Param{Name: "threads", Kind: workload.Int, Default: "4", Min: 1, Max: 10000, Help: "sysbench threads per client"},
+		workload.Param{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 1, Max: 86400, Help: "how long each client runs"},
+	),
+	Host:    hostRun(oltpKind),
+	Timeout: func(p workload.Params) time.Duration { return p.Duration("duration") + 30*time.Minute },
+}
+
+// kind describes one service workload to the shared lifecycle.
+type kind struct {
+	server func(workload.Params) string
+	// clientArgv is the load generator's command line against addr.
+	clientArgv func(p workload.Params, host string, port int) []string
+	parse      func(io.Reader) ([]sample.Metric, error)
+	// prepareArgv, when set, runs once before the clients, untimed.
+	prepareArgv func(p workload.Params, host string, port int) []string
+	tags        func(workload.Params) map[string]string
+}
+
+var httpKind = kind{
+	server: func(p workload.Params) string { return p.Str("server") },
+	clientArgv: func(p workload.Params, host string, port int) []string {
+		url := "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/index.html"
+		if p.Str("tool") == "wrk" {
+			threads := min(p.Int("users"), runtime.NumCPU())
+			return []string{"wrk", "-t", strconv.Itoa(threads), "-c", strconv.Itoa(p.Int("users")), "-d", strconv.Itoa(int(p.Duration("duration").Seconds())) + "s", "--latency", url}
+		}
+		return []string{"ab", "-q", "-n", strconv.Itoa(p.Int("requests")), "-c", strconv.Itoa(p.Int("users")), url}
+	},
+	tags: func(p workload.Params) map[string]string {
+		return map[string]string{"server": p.Str("server"), "tool": p.Str("tool")}
+	},
+}
+
+var redisKind = kind{
+	server: func(workload.Params) string { return Redis },
+	clientArgv: func(p workload.Params, host string, port int) []string {
+		return []string{"redis-benchmark", "-h", host, "-p", strconv.Itoa(port), "-c", strconv.Itoa(p.Int("connections")),
+			"-n", strconv.Itoa(p.Int("requests")), "-P", strconv.Itoa(p.Int("pipeline")), "-r", strconv.Itoa(p.Int("keyspace")),
+			"-t", strings.ReplaceAll(p.Str("ops"), "+", ","), "--csv"}
+	},
+	parse: parseRedisCSV,
+	tags: func(workload.Params) map[string]string {
+		return map[string]string{"server": Redis, "tool": "redis-benchmark"}
+	},
+}
+
+func sysbenchArgs(p workload.Params, host string, port int, threads int, cmd string) []string {
+	a := []string{"sysbench", p.Str("test"), "--db-driver=mysql", "--mysql-host=" + host, "--mysql-port=" + strconv.Itoa(port),
+		"--mysql-user=" + dbUser, "--mysql-password=" + dbPass, "--mysql-db=" + dbName,
+		"--tables=1", "--table-size=" + strconv.Itoa(p.Int("table-size")), "--threads=" + strconv.Itoa(threads)}
+	if cmd == "run" {
+		a = append(a, "--time="+strconv.Itoa(int(p.Duration("duration").Seconds())), "--report-interval=0", "--db-ps-mode=auto")
+	}
+	return append(a, cmd)
+}
+
+var oltpKind = kind{
+	server: func(workload.Params) string { return MariaDB },
+	clientArgv: func(p workload.Params, host string, port int) []string {
+		return sysbenchArgs(p, host, port, p.Int("threads"), "run")
+	},
+	parse: parseOLTP,
+	prepareArgv: func(p workload.Params, host string, port int) []string {
+		return sysbenchArgs(p, host, port, 1, "prepare")
+	},
+	tags: func(p workload.Params) map[string]string {
+		return map[string]string{"server": MariaDB, "tool": "sysbench", "test": p.Str("test")}
+	},
+}
+
+func (k kind) parser(p workload.Params) func(io.Reader) ([]sample.Metric, error) {
+	if k.parse != nil {
+		return k.parse
+	}
+	if p.Str("tool") == "wrk" {
+		return parseWrk
+	}
+	return parseAB
+}
+
+// run is one repetition's state.
+type run struct {
+	k   kind
+	p   workload.Params
+	env workload.HostEnv
+
+	mu    sync.Mutex
+	insts []platform.Instance
+}
+
+func hostRun(k kind) workload.HostFunc {
+	return func(ctx context.Context, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
+		r := &run{k: k, p: p, env: env}
+		defer r.closeAll(ctx)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		return r.do(ctx)
+	}
+}
+
+func (r *run) create(ctx context.Context, role string, ports ...int) (platform.Instance, error) {
+	s := r.env.Base
+	s.Name = r.env.NewName()
+	s.Ports = ports
+	in, err := r.env.Platform.Create(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: create %s instance: %w", r.k.server(r.p), role, err)
+	}
+	r.mu.Lock()
+	r.insts = append(r.insts, in)
+	r.mu.Unlock()
+	return in, nil
+}
+
+func (r *run) closeAll(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, in := range r.insts {
+		wg.Add(1)
+		go func() { defer wg.Done(); in.Close(cctx) }()
+	}
+	wg.Wait()
+}
+
+// checkAddr refuses anything but loopback and private addresses.
+func checkAddr(addr string) error {
+	ip := net.ParseIP(addr)
+	if ip == nil {
+		return fmt.Errorf("service: %q is not an IP address", addr)
+	}
+	if !ip.IsLoopback() && !ip.IsPrivate() && !ip.IsLinkLocalUnicast() {
+		return fmt.Errorf("service: refusing to connect to %s: only loopback and the instances' private addresses are used", addr)
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("service: picking a port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
+	n := r.env.Instances
+	if n < 1 {
+		return nil, errors.New("service: need at least one client")
+	}
+	kindName := r.k.server(r.p)
+	port := r.p.Int("port")
+	if port == 0 {
+		var err error
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	tags := r.k.tags(r.p)
+	tags["client"] = r.p.Str("client")
+
+	var clients []platform.Instance
+	if r.p.Str("client") == OnInstance {
+		clients = make([]platform.Instance, n)
+		if err := par.Each(n, func(i int) error {
+			in, err := r.create(ctx, "client")
+			clients[i] = in
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+
+	srv, err := r.create(ctx, "server", port)
+	if err != nil {
+		return nil, err
+	}
+	facts := srv.Facts(ctx)
+	tags["network"] = facts["network"]
+	if tags["network"] == "" {
+		tags["network"] = "unknown"
+	}
+	if np := facts["nat_path"]; np != "" {
+		tags["nat_path"] = np
+	}
+	addr, err := srv.Address(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: server instance address: %w", kindName, err)
+	}
+	if addr == "" {
+		return nil, fmt.Errorf("%s: the server instance has no address (network=none?); service workloads need bridge, nat or host", kindName)
+	}
+	if err := checkAddr(addr); err != nil {
+		return nil, err
+	}
+	bind := "0.0.0.0"
+	if net.ParseIP(addr).IsLoopback() {
+		bind = "127.0.0.1" // the host's own network: never listen on its outside interfaces
+	}
+	hostDial, err := platform.Endpoint(ctx, srv, port)
+	if err != nil {
+		return nil, fmt.Errorf("%s: server endpoint: %w", kindName, err)
+	}
+	hostHost, hostPortS, err := net.SplitHostPort(hostDial)
+	if err != nil {
+		return nil, fmt.Errorf("%s: server endpoint %q: %w", kindName, hostDial, err)
+	}
+	if err := checkAddr(hostHost); err != nil {
+		return nil, err
+	}
+	hostPort, _ := strconv.Atoi(hostPortS)
+
+	sp := map[string]string{"kind": kindName, "bind": bind, "port": strconv.Itoa(port), "max-conns": r.p.Str("max-conns")}
+	if v, ok := r.p.Raw()["size"]; ok {
+		sp["size"] = v
+	}
+	sess := agenthost.Start(ctx, srv, ServerName, spec.Canonical(sp))
+	if err := sess.WaitReady(ctx); err != nil {
+		sess.Abort()
+		return nil, fmt.Errorf("%s: %w", kindName, err)
+	}
+	if err := sess.Release(); err != nil {
+		return nil, fmt.Errorf("%s: %w", kindName, err)
+	}
+	if err := sess.WaitStarted(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", kindName, err)
+	}
+
+	dialHost, dialPort := hostHost, hostPort
+	tags["path"] = "direct"
+	if r.p.Str("client") == OnInstance {
+		dialHost, dialPort = addr, port
+	} else if hostDial != net.JoinHostPort(addr, strconv.Itoa(port)) {
+		tags["path"] = "published-port"
+	}
+
+	results, cerr := r.clients(ctx, clients, dialHost, dialPort, tags)
+	if cerr != nil {
+		// the server's side of the story
+		cerr = fmt.Errorf("%s: %w; %s", kindName, cerr, r.serverLog(ctx, srv, kindName))
+	}
+	sess.Abort() // closes the agent's input: it stops the server and reports
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	ms, _, serr := sess.Result(sctx)
+	if cerr != nil {
+		return nil, cerr
+	}
+	if serr != nil {
+		return nil, fmt.Errorf("%s: %w", kindName, serr)
+	}
+	results[0].Metrics = append(results[0].Metrics, ms...)
+	return results, nil
+}
+
+// serverLog fetches the last lines of the server's log from inside its
+// instance.
+func (r *run) serverLog(ctx context.Context, srv platform.Instance, kindName string) string {
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s := agenthost.Start(lctx, srv, LogName, spec.Canonical(map[string]string{"kind": kindName}))
+	err := s.WaitReady(lctx)
+	s.Abort()
+	if err == nil {
+		return logMarker + "(none)"
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, logMarker); i >= 0 {
+		return msg[i:]
+	}
+	return logMarker + "(unavailable: " + msg + ")"
+}
+
+// clients runs the load generator once per client, on the host or in the
+// client instances, started together; the untimed prepare step first.
+func (r *run) clients(ctx context.Context, clients []platform.Instance, host string, port int, tags map[string]string) ([]workload.InstanceResult, error) {
+	n := r.env.Instances
+	runTool := func(ctx context.Context, i int, argv []string) (string, error) {
+		var out bytes.Buffer
+		var err error
+		if clients == nil {
+			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err = cmd.Run(); errors.Is(err, exec.ErrNotFound) {
+				err = fmt.Errorf("%s is not installed on the host: %w", argv[0], err)
+			}
+		} else {
+			err = clients[i].Exec(ctx, argv, platform.ExecIO{Stdout: &out, Stderr: &out})
+		}
+		return out.String(), err
+	}
+	if r.k.prepareArgv != nil {
+		argv := r.k.prepareArgv(r.p, host, port)
+		if out, err := runTool(ctx, 0, argv); err != nil {
+			return nil, fmt.Errorf("prepare (%s): %w: %s", strings.Join(argv[:2], " "), err, lastLines(out, 5))
+		}
+	}
+	parse := r.k.parser(r.p)
+	argv := r.k.clientArgv(r.p, host, port)
+	results := make([]workload.InstanceResult, n)
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-gate
+			out, err := runTool(ctx, i, argv)
+			ms, perr := parse(strings.NewReader(out))
+			if perr != nil {
+				if err != nil {
+					perr = fmt.Errorf("%w (%v): %s", perr, err, lastLines(out, 3))
+				}
+				errs[i] = fmt.Errorf("client %d: %w", i, perr)
+				return
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("client %d: %s: %w: %s", i, argv[0], err, lastLines(out, 3))
+				return
+			}
+			results[i] = workload.InstanceResult{Instance: i, Metrics: ms, Tags: maps.Clone(tags)}
+		}(i)
+	}
+	close(gate)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return results, nil
+}

@@ -1,0 +1,160 @@
+package service
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// need skips t when a binary is missing on the host.
+func need(t *testing.T, bins ...string) {
+	t.Helper()
+	for _, b := range bins {
+		if _, err := exec.LookPath(b); err != nil {
+			if _, serr := os.Stat("/usr/sbin/" + b); serr != nil {
+				t.Skipf("%s is not installed on the host", b)
+			}
+		}
+	}
+}
+
+// serveHere runs the in-guest half in this process (scratch in a temp
+// dir), calls during once the server answers, then stops it.
+func serveHere(t *testing.T, params map[string]string, during func(port int)) ([]sample.Metric, error) {
+	t.Helper()
+	t.Setenv(workload.ScratchEnv, t.TempDir())
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	params["port"] = strconv.Itoa(port)
+	params["bind"] = "127.0.0.1"
+	p, err := Server.Resolve(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	stop := make(chan struct{})
+	ready := func() error {
+		during(port)
+		close(stop)
+		return nil
+	}
+	return serve(ctx, p, ready, stop)
+}
+
+func readyMs(t *testing.T, ms []sample.Metric) {
+	t.Helper()
+	if len(ms) != 1 || ms[0].Name != "ready_ms" || ms[0].Unit != "ms" || ms[0].Value <= 0 {
+		t.Errorf("server metrics %v, want one positive ready_ms", ms)
+	}
+	t.Logf("ready_ms %.1f", ms[0].Value)
+}
+
+func runTool(t *testing.T, argv []string) string {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		t.Logf("%s: %v", strings.Join(argv, " "), err)
+	}
+	return string(out)
+}
+
+func TestServersNative(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real servers")
+	}
+	cases := []struct {
+		server, tool string
+		bins         []string
+		client       workload.Def
+		params       map[string]string
+		check        []string
+	}{
+		{Nginx, "ab", []string{"nginx", "ab"}, HTTP, map[string]string{"server": Nginx, "tool": "ab", "requests": "2000", "users": "20", "size": "10k"}, []string{"requests_per_sec", "total_time", "transfer_rate", "latency_p50", "latency_p99", "failed_requests"}},
+		{Apache, "wrk", []string{"apache2", "wrk"}, HTTP, map[string]string{"server": Apache, "tool": "wrk", "duration": "1s", "users": "20", "size": "10k"}, []string{"requests_per_sec", "total_time", "transfer_rate", "latency_p50", "latency_p99"}},
+		{Redis, "redis-benchmark", []string{"redis-server", "redis-benchmark"}, RedisDef, map[string]string{"requests": "20000"}, []string{"get_ops_per_sec", "set_ops_per_sec", "get_latency_p50", "set_latency_p99"}},
+		{MariaDB, "sysbench", []string{"mariadbd", "mariadb-install-db", "sysbench"}, OLTP, map[string]string{"table-size": "1000", "duration": "2s", "threads": "2"}, []string{"tps", "qps", "latency_p95"}},
+	}
+	for _, c := range cases {
+		t.Run(c.server+"/"+c.tool, func(t *testing.T) {
+			need(t, c.bins...)
+			cp, err := c.client.Resolve(c.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := map[string]kind{"http": httpKind, "redis": redisKind, "oltp": oltpKind}[c.client.Name]
+			sp := map[string]string{"kind": c.server}
+			if v, ok := c.params["size"]; ok {
+				sp["size"] = v
+			}
+			var clientMs []sample.Metric
+			var clientErr error
+			ms, err := serveHere(t, sp, func(port int) {
+				if k.prepareArgv != nil {
+					runTool(t, k.prepareArgv(cp, "127.0.0.1", port))
+				}
+				out := runTool(t, k.clientArgv(cp, "127.0.0.1", port))
+				clientMs, clientErr = k.parser(cp)(strings.NewReader(out))
+				if clientErr != nil {
+					t.Logf("output:\n%s", out)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			readyMs(t, ms)
+			if clientErr != nil {
+				t.Fatal(clientErr)
+			}
+			got := map[string]sample.Metric{}
+			for _, m := range clientMs {
+				if err := m.Validate(); err != nil {
+					t.Error(err)
+				}
+				got[m.Name] = m
+			}
+			for _, name := range c.check {
+				if _, ok := got[name]; !ok {
+					t.Errorf("no %s in %v", name, clientMs)
+				}
+			}
+			for _, name := range []string{"requests_per_sec", "get_ops_per_sec", "tps"} {
+				if m, ok := got[name]; ok && m.Value <= 0 {
+					t.Errorf("%s = %v", name, m.Value)
+				}
+			}
+			t.Logf("%v", clientMs)
+		})
+	}
+}
+
+// TestServerNeverReady: redis told to listen on an address this host does
+// not have exits at once; the failure carries its log, and no number.
+func TestServerNeverReady(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real servers")
+	}
+	need(t, "redis-server")
+	t.Setenv(workload.ScratchEnv, t.TempDir())
+	p, err := Server.Resolve(map[string]string{"kind": Redis, "bind": "203.0.113.1", "port": "6399", "ready-timeout": "10s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = serve(t.Context(), p, func() error { t.Error("reported ready"); return nil }, make(chan struct{}))
+	if err == nil {
+		t.Fatal("a server that cannot listen was reported ready")
+	}
+	if !strings.Contains(err.Error(), logMarker) || !strings.Contains(err.Error(), "203.0.113.1") {
+		t.Errorf("error %q does not carry the server's log", err)
+	}
+	t.Log(err)
+}
