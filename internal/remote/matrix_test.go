@@ -1,0 +1,246 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isobench/isobench/internal/platform/conformance"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/store"
+)
+
+// startAgent runs an ssh-agent holding key and returns its socket.
+func startAgent(t *testing.T, key string) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
+	if err := cmd.Start(); err != nil {
+		t.Skipf("ssh-agent: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		add := exec.Command("ssh-add", key)
+		add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+		out, err := add.CombinedOutput()
+		if err == nil {
+			return sock
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ssh-add: %v: %s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond) // the agent's socket appears when it is ready
+	}
+}
+
+// isobench runs the real binary; it returns stdout, stderr and the exit code.
+func isobench(t *testing.T, ctx context.Context, bin string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("isobench %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func samplesByHost(t *testing.T, db string) map[string][]sample.Sample {
+	t.Helper()
+	s, err := store.OpenReadOnly(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	all, err := s.Samples(t.Context(), store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string][]sample.Sample{}
+	for _, x := range all {
+		host := "local"
+		if x.Tags["host"] != "" {
+			host = x.Tags["host"]
+		}
+		m[host] = append(m[host], x)
+	}
+	return m
+}
+
+// TestSSHMatrix runs one matrix across two SSH hosts (one with key=, one
+// through ssh-agent) and the local native platform with the real binary:
+// samples come from every host, tagged with it, and nothing is left there.
+func TestSSHMatrix(t *testing.T) {
+	tb := newTestbed(t, 2)
+	a, b := tb.hosts[0], tb.hosts[1]
+	bin := conformance.BuildAgent(t)
+	sock := startAgent(t, tb.key)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	ctx := withCtx(t, 5*time.Minute)
+	out, errs, code := isobench(t, ctx, bin, []string{"SSH_AUTH_SOCK=" + sock, "TMPDIR=" + dir},
+		"run", "--quiet", "--db", db, "--state-dir", filepath.Join(dir, "state"),
+		"--platform", "native",
+		"--platform", tb.spec("native", a, "key="+tb.key),
+		"--platform", tb.spec("native", b, ""), // key from the agent
+		"--workload", "cpu:threads=1,duration=0.2s", "--instances", "1,2", "--reps", "2")
+	if code != 0 {
+		t.Fatalf("run exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	t.Logf("run output:\n%s", out)
+	by := samplesByHost(t, db)
+	for _, host := range []string{"local", a.url(), b.url()} {
+		ss := by[host]
+		reps := map[int]bool{}
+		for _, s := range ss {
+			if s.Instance == sample.AggregateInstance && s.Metric == "events_per_sec" {
+				reps[s.Instances*10+s.Rep] = true
+				if s.Value <= 0 {
+					t.Errorf("%s: events_per_sec %v", host, s.Value)
+				}
+			}
+			if host != "local" && (s.Tags["host_kernel"] == "" || !strings.Contains(s.Options, "host="+host)) {
+				t.Errorf("%s: sample without the host's fingerprint or option: options %q tags %v", host, s.Options, s.Tags)
+			}
+		}
+		if len(reps) != 4 {
+			t.Errorf("%s: %d aggregate cpu samples (instances x reps), want 4", host, len(reps))
+		}
+	}
+	if len(by) != 3 {
+		t.Errorf("samples from %d hosts, want 3: %v", len(by), keys(by))
+	}
+	// the run's fingerprint has each remote host's
+	s, err := store.OpenReadOnly(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.Runs(t.Context())
+	s.Close()
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %v, %v", runs, err)
+	}
+	for _, h := range []*sshHost{a, b} {
+		found := false
+		for k, v := range runs[0].Fingerprint {
+			if strings.Contains(k, h.addr) && strings.HasSuffix(k, ".host.kernel") && v != "" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("run fingerprint has no host.kernel for %s", h.addr)
+		}
+	}
+	for _, h := range tb.hosts {
+		h.assertClean(t)
+	}
+
+	// host-side network clients are refused before anything starts
+	_, errs, code = isobench(t, ctx, bin, []string{"SSH_AUTH_SOCK=" + sock},
+		"run", "--quiet", "--db", filepath.Join(dir, "n.db"), "--platform", tb.spec("native", a, ""),
+		"--workload", "tcp-rr:duration=1s")
+	if code != 2 || !strings.Contains(errs, "client=host") || !strings.Contains(errs, a.url()) {
+		t.Errorf("tcp-rr with client=host on a remote platform: exit %d, %s", code, errs)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestSSHHostDies kills one host in the middle of a run: the run fails
+// naming that host, the samples it finished are kept, the other host's
+// too, and neither host keeps an isobench process or a temp file.
+func TestSSHHostDies(t *testing.T) {
+	tb := newTestbed(t, 2)
+	a, b := tb.hosts[0], tb.hosts[1]
+	bin := conformance.BuildAgent(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "d.db")
+	ctx := withCtx(t, 5*time.Minute)
+	cmd := exec.CommandContext(ctx, bin, "run", "--quiet", "--db", db, "--state-dir", filepath.Join(dir, "state"),
+		"--platform", tb.spec("native", a, "key="+tb.key),
+		"--platform", tb.spec("native", b, "key="+tb.key),
+		"--workload", "cpu:threads=1,duration=0.3s", "--reps", "40")
+	var out, errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	// wait until host b has finished two repetitions
+	var before int
+	for before < 2 {
+		select {
+		case err := <-exited:
+			t.Fatalf("run ended before host b was killed: %v\n%s\n%s", err, out.String(), errs.String())
+		case <-time.After(200 * time.Millisecond): // the store has no notification to wait on
+		}
+		if _, err := os.Stat(db); err != nil {
+			continue
+		}
+		before = 0
+		for _, s := range samplesByHost(t, db)[b.url()] {
+			if s.Instance == sample.AggregateInstance && s.Metric == "events_per_sec" {
+				before++
+			}
+		}
+	}
+	b.kill(t)
+	var err error
+	select {
+	case err = <-exited:
+	case <-ctx.Done():
+		t.Fatalf("run did not end after host b died\n%s", errs.String())
+	}
+	if err == nil {
+		t.Fatalf("run succeeded although host b died\n%s", out.String())
+	}
+	msg := errs.String()
+	t.Logf("stderr: %s", msg)
+	if !strings.Contains(msg, b.url()) || !strings.Contains(msg, "connection lost") {
+		t.Errorf("the error does not name the dead host %s and why: %s", b.url(), msg)
+	}
+	by := samplesByHost(t, db)
+	kept := 0
+	for _, s := range by[b.url()] {
+		if s.Instance == sample.AggregateInstance && s.Metric == "events_per_sec" {
+			kept++
+		}
+	}
+	if kept < before {
+		t.Errorf("host b had finished %d repetitions, %d are in the store", before, kept)
+	}
+	if len(by[a.url()]) == 0 {
+		t.Error("host a's samples are gone")
+	}
+	s, serr := store.OpenReadOnly(t.Context(), db)
+	if serr != nil {
+		t.Fatal(serr)
+	}
+	runs, _ := s.Runs(t.Context())
+	s.Close()
+	if len(runs) != 1 || runs[0].Status != "failed" || !strings.Contains(runs[0].Error, b.url()) {
+		t.Errorf("stored run: %+v", runs)
+	}
+	for _, h := range tb.hosts {
+		h.assertClean(t)
+	}
+}
