@@ -1,0 +1,314 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/isobench/isobench/internal/hostinfo"
+)
+
+// HTML writes the report as one self-contained page (inline CSS and SVG,
+// no script, nothing fetched at view time): the environment with warnings
+// about settings that distort results, a summary of the differences from
+// the baseline, study 004's overall score when the run has its workloads,
+// then per workload and metric a chart of medians against instance count,
+// a chart of overheads against the baseline and the table of cells, and
+// finally the noise warnings.
+//
+// The page is an html/template, so every text from the run (platform
+// labels, options, parameters, fingerprint values, warnings) is escaped
+// for the context it lands in. The charts are SVG strings built in svg.go,
+// where every text is escaped with esc (svgWriter.text, the titles, the
+// labels, data-series); they go into the page as template.HTML only for
+// that reason.
+func HTML(w io.Writer, d Doc) error {
+	bw := bufio.NewWriter(w)
+	if err := pageTemplate.Execute(bw, newPage(d)); err != nil {
+		return fmt.Errorf("html report: %w", err)
+	}
+	return bw.Flush()
+}
+
+type page struct {
+	Run          int64
+	Status       string
+	Unfinished   bool
+	Base         string
+	NCells       int
+	CSS          template.CSS
+	HostWarnings []string
+	Fingerprint  []keyValue
+	Summary      []summaryGroup
+	AnyDiffers   bool
+	ScoreErr     string
+	Score        *scoreView
+	Workloads    []workloadView
+	Noise        []noiseKind
+}
+
+type keyValue struct{ K, V string }
+
+type summaryGroup struct {
+	Label    string
+	Compared int
+	Rows     []summaryRow
+}
+
+type summaryRow struct {
+	Class, Metric, Unit string
+	Instances           int
+	Label, Ratio, CI    string
+	Change, Verdict     string
+}
+
+type scoreView struct {
+	Native    string
+	Missing   string
+	NRows     int
+	Platforms []string
+	Rows      []scoreRow
+}
+
+type scoreRow struct {
+	Title, Source string
+	Header        bool // the total lines: a th title and no source
+	Values        []scoreValue
+}
+
+type scoreValue struct {
+	Text string
+	Bold bool
+}
+
+type workloadView struct {
+	ID, Label string
+	Metrics   []metricView
+}
+
+type metricView struct {
+	ID, Metric, Unit, Better string
+	Charts                   []template.HTML
+	Rows                     []cellRow
+}
+
+type cellRow struct {
+	Class                  string
+	Instances, N           int
+	Label, Median, Stdev   string
+	CV, CI, Ratio, RatioCI string
+	Verdict                string
+}
+
+type noiseKind struct {
+	Kind  string
+	Lines []string
+}
+
+func newPage(d Doc) page {
+	base := baselineOf(d.Cells)
+	colours := platformColours(d.Cells)
+	pg := page{Run: d.Run, Status: d.Status, Unfinished: d.Status != "" && d.Status != "done", Base: base,
+		NCells: len(d.Cells), CSS: template.CSS(pageCSS), HostWarnings: hostinfo.Warnings(d.Fingerprint)}
+	keys := make([]string, 0, len(d.Fingerprint))
+	for k := range d.Fingerprint {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		pg.Fingerprint = append(pg.Fingerprint, keyValue{k, d.Fingerprint[k]})
+	}
+	groups := groupByWorkload(d.Cells)
+	if base != "" {
+		pg.Summary, pg.AnyDiffers = summaryOf(groups)
+	}
+	score, haveScore, scoreErr := OverallScore(d.Cells)
+	switch {
+	case scoreErr != nil:
+		pg.ScoreErr = scoreErr.Error()
+	case haveScore:
+		pg.Score = scoreViewOf(score)
+	}
+	for _, g := range groups {
+		wv := workloadView{ID: anchor(g.label), Label: g.label}
+		for _, m := range g.metrics {
+			wv.Metrics = append(wv.Metrics, metricViewOf(m, base, colours))
+		}
+		pg.Workloads = append(pg.Workloads, wv)
+	}
+	pg.Noise = noiseOf(d.Cells)
+	return pg
+}
+
+func summaryOf(groups []workloadGroup) (out []summaryGroup, anyDiffers bool) {
+	for _, g := range groups {
+		sg := summaryGroup{Label: g.label}
+		for _, m := range g.metrics {
+			for _, c := range m.cells {
+				if c.Baseline != "" && c.Label() != c.Baseline {
+					sg.Compared++
+				}
+				if !differs(c) {
+					continue
+				}
+				ci := "-"
+				if c.RatioValid {
+					ci = fmt.Sprintf("[%.3f, %.3f]", c.RatioCILow, c.RatioCIHigh)
+				}
+				sg.Rows = append(sg.Rows, summaryRow{Class: verdictClass(c.Verdict), Metric: c.Metric, Unit: c.Unit, Instances: c.Instances,
+					Label: c.Label(), Ratio: fmt.Sprintf("%.3f", c.Ratio), CI: ci, Change: fmt.Sprintf("%+.1f%%", 100*(c.Ratio-1)), Verdict: c.Verdict})
+			}
+		}
+		if sg.Compared == 0 {
+			continue
+		}
+		anyDiffers = anyDiffers || len(sg.Rows) > 0
+		out = append(out, sg)
+	}
+	return out, anyDiffers
+}
+
+func scoreViewOf(s Score) *scoreView {
+	v := &scoreView{Native: s.Native, NRows: len(s.Rows), Platforms: s.Platforms}
+	if len(s.Missing) > 0 {
+		var names []string
+		for _, r := range s.Missing {
+			names = append(names, rowTitle(r))
+		}
+		v.Missing = strings.Join(names, ", ")
+	}
+	for _, r := range s.Rows {
+		row := scoreRow{Title: rowTitle(r), Source: s.Source[r]}
+		for _, p := range s.Platforms {
+			text := "-"
+			if x, ok := s.Score[r][p]; ok {
+				text = fmt.Sprintf("%.2f", x)
+			}
+			row.Values = append(row.Values, scoreValue{Text: text})
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	for _, line := range []struct {
+		name string
+		m    map[string]float64
+		pct  bool
+	}{{"Total", s.Total, false}, {"Overall performance", s.Overall, true}} {
+		row := scoreRow{Title: line.name, Header: true}
+		for _, p := range s.Platforms {
+			x, ok := line.m[p]
+			switch {
+			case !ok:
+				row.Values = append(row.Values, scoreValue{Text: "-"})
+			case line.pct:
+				row.Values = append(row.Values, scoreValue{Text: fmt.Sprintf("%.1f%%", 100*x), Bold: true})
+			default:
+				row.Values = append(row.Values, scoreValue{Text: fmt.Sprintf("%.2f", x)})
+			}
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return v
+}
+
+func metricViewOf(m metricGroup, base string, colours map[string]string) metricView {
+	c0 := m.cells[0]
+	mv := metricView{ID: anchor(workloadLabel(c0) + "-" + c0.Metric), Metric: c0.Metric, Unit: c0.Unit, Better: c0.Better}
+	// Safe as HTML: svg.go escapes every text it puts in a chart.
+	mv.Charts = append(mv.Charts, template.HTML(metricLineChart(m, colours).SVG()))
+	if bc, ok := overheadChart(m, base, colours); ok {
+		mv.Charts = append(mv.Charts, template.HTML(bc.SVG()))
+	}
+	for _, c := range m.cells {
+		t := c.texts()
+		mv.Rows = append(mv.Rows, cellRow{Class: verdictClass(c.Verdict), Instances: c.Instances, N: c.N, Label: c.Label(),
+			Median: num(c.Median), Stdev: num(c.Stdev), CV: t.cv, CI: t.ci, Ratio: t.ratio, RatioCI: t.ratioCI, Verdict: t.verdict})
+	}
+	return mv
+}
+
+func noiseOf(cells []Cell) []noiseKind {
+	var out []noiseKind
+	index := map[string]int{}
+	for _, c := range cells {
+		for _, wn := range c.Warnings {
+			kind, _, _ := strings.Cut(wn, ":")
+			i, ok := index[kind]
+			if !ok {
+				i = len(out)
+				index[kind] = i
+				out = append(out, noiseKind{Kind: kind})
+			}
+			out[i].Lines = append(out[i].Lines, fmt.Sprintf("%s %s ×%d on %s: %s", workloadLabel(c), c.Metric, c.Instances, c.Label(), wn))
+		}
+	}
+	return out
+}
+
+var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>isobench run {{.Run}}</title>
+<style>{{.CSS}}</style>
+</head><body>
+<h1>isobench run {{.Run}}</h1>
+<p class="meta">status: <b>{{.Status}}</b>{{if .Base}} · baseline: <b>{{.Base}}</b>{{end}} · {{.NCells}} cells</p>
+{{if .Unfinished}}<p class="error">The run did not finish ({{.Status}}): the cells below hold only the repetitions that completed.</p>
+{{end -}}
+<nav><a href="#environment">Environment</a> · <a href="#summary">Summary</a>
+{{- if or .ScoreErr .Score}} · <a href="#score">Overall score</a>{{end}}
+{{- range .Workloads}} · <a href="#{{.ID}}">{{.Label}}</a>{{end}} · <a href="#noise">Noise warnings</a></nav>
+<section id="environment"><h2>Environment</h2>
+{{if .HostWarnings}}<div class="warnbox host-warnings"><b>Settings known to distort results:</b><ul>
+{{range .HostWarnings}}<li class="warn">{{.}}</li>
+{{end}}</ul></div>
+{{else if .Fingerprint}}<p class="ok">No recorded host setting is known to distort the results.</p>
+{{end -}}
+{{if .Fingerprint}}<div class="fp-wrap"><table class="fp"><tbody>
+{{range .Fingerprint}}<tr><th class="l">{{.K}}</th><td>{{.V}}</td></tr>
+{{end}}</tbody></table></div></section>
+{{else}}<p>No fingerprint was recorded for this run.</p></section>
+{{end -}}
+<section id="summary"><h2>Summary</h2>
+{{if not .Base}}<p>No baseline platform: nothing was compared (give --baseline, or run on native).</p></section>
+{{else}}<p>Cells whose 95% interval of the median ratio to <b>{{.Base}}</b> excludes 1; every other comparison found no detectable difference.</p>
+{{range .Summary}}<h3>{{.Label}}</h3>
+{{if not .Rows}}<p class="ok">No platform differs detectably from {{$.Base}} ({{.Compared}} comparisons).</p>
+{{else}}<table class="summary"><thead><tr><th class="l">metric</th><th>instances</th><th class="l">platform</th><th>ratio</th><th>95% CI</th><th>change</th><th class="l">verdict</th></tr></thead><tbody>
+{{range .Rows}}<tr class="{{.Class}}"><td class="l">{{.Metric}} ({{.Unit}})</td><td>{{.Instances}}</td><td class="l">{{.Label}}</td><td>{{.Ratio}}</td><td>{{.CI}}</td><td>{{.Change}}</td><td class="l">{{.Verdict}}</td></tr>
+{{end}}</tbody></table><p class="meta">{{len .Rows}} of {{.Compared}} comparisons differ.</p>
+{{end}}{{end -}}
+{{if not .AnyDiffers}}<p class="ok"><b>No detectable difference anywhere.</b></p>
+{{end}}</section>
+{{end -}}
+{{if .ScoreErr}}<section id="score"><h2>Overall score (study 004)</h2><p class="error">{{.ScoreErr}}</p></section>
+{{else if .Score}}{{with .Score}}<section id="score"><h2>Overall score (study 004)</h2>
+<p>Each row is a platform's median relative to {{.Native}}, oriented so that {{.Native}} = 1 and higher is better; the total sums the rows, overall = total / rows.</p>
+{{if .Missing}}<div class="warnbox">The run lacks the workloads for: {{.Missing}}. The totals below are over {{.NRows}} rows, not the study's 4, and are not comparable with it.</div>
+{{end}}<table class="score"><thead><tr><th class="l">row</th><th class="l">source</th>{{range .Platforms}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
+{{range .Rows}}<tr>{{if .Header}}<th class="l">{{.Title}}</th><td></td>{{else}}<td class="l">{{.Title}}</td><td class="l">{{.Source}}</td>{{end}}
+{{- range .Values}}<td>{{if .Bold}}<b>{{.Text}}</b>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{end}}</tbody></table></section>
+{{end}}{{end -}}
+{{range .Workloads}}<section class="workload" id="{{.ID}}"><h2>{{.Label}}</h2>
+{{range .Metrics}}<h3 id="{{.ID}}">{{.Metric}} <small>({{.Unit}}, {{.Better}} is better)</small></h3>
+<div class="charts">
+{{range .Charts}}{{.}}
+{{end}}</div>
+<table class="cells"><thead><tr><th>instances</th><th class="l">platform</th><th>n</th><th>median</th><th>stdev</th><th>CV</th><th>median 95% CI</th><th>ratio</th><th>ratio 95% CI</th><th class="l">verdict</th></tr></thead><tbody>
+{{range .Rows}}<tr class="{{.Class}}"><td>{{.Instances}}</td><td class="l">{{.Label}}</td><td>{{.N}}</td><td>{{.Median}}</td><td>{{.Stdev}}</td><td>{{.CV}}</td><td>{{.CI}}</td><td>{{.Ratio}}</td><td>{{.RatioCI}}</td><td class="l">{{.Verdict}}</td></tr>
+{{end}}</tbody></table>
+{{end}}</section>
+{{end -}}
+<section id="noise"><h2>Noise warnings</h2>
+{{if not .Noise}}<p class="ok">No cell shows a cold start, high variation or drift.</p></section>
+{{else}}{{range .Noise}}<div class="warnbox noise"><b>{{.Kind}}</b>: {{len .Lines}} of {{$.NCells}} cells<ul>
+{{range .Lines}}<li>{{.}}</li>
+{{end}}</ul></div>
+{{end}}</section>
+{{end -}}
+<footer>generated by isobench · charts: median per instance count, whiskers ±1 standard deviation, band 95% bootstrap CI of the median; overheads: median ratio to the baseline − 1 with its 95% bootstrap CI</footer>
+</body></html>
+`))
