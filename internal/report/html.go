@@ -199,4 +199,3 @@ func overheadChart(m metricGroup, base string, colours map[string]string) (barCh
 	}
 	return bc, compared // groups are in instance order: Cells sorts by instances
 }
-
