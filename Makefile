@@ -9,10 +9,23 @@ export CGO_ENABLED := 0
 # Platforms whose conformance suite must run (fail instead of skip) in `make test`.
 REQUIRED_PLATFORMS ?= native,docker,runc,crun,nspawn,lxc,qemu,podman,gvisor,lxd
 
-.PHONY: build demo test unit vet deps-demo deps-test clean
+.PHONY: build cross fuzz demo test unit vet deps-demo deps-test clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/isobench
+
+# The agent for FreeBSD jails and ARM hosts (static, like the main build).
+CROSS := freebsd/amd64 freebsd/arm64 linux/arm64
+cross:
+	@for t in $(CROSS); do \
+	  echo "cross: $$t"; \
+	  GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/isobench-$${t%/*}-$${t#*/} ./cmd/isobench || exit 1; \
+	done
+
+# Every fuzz target briefly (FUZZTIME each).
+FUZZTIME ?= 5s
+fuzz:
+	FUZZTIME=$(FUZZTIME) scripts/fuzz-brief.sh
 
 deps-demo:
 	scripts/setup.sh demo
@@ -33,8 +46,9 @@ vet:
 unit:
 	$(GO) test -short ./...
 
-test: deps-test build vet
-	ISOBENCH_REQUIRE_PLATFORMS=$(REQUIRED_PLATFORMS) $(GO) test -count=1 -timeout 28m ./...
+test: deps-test build cross vet
+	ISOBENCH_REQUIRE_PLATFORMS=$(REQUIRED_PLATFORMS) $(GO) test -count=1 -timeout 40m ./...
+	$(MAKE) fuzz
 
 clean:
 	rm -rf bin demo.db demo.db-wal demo.db-shm
