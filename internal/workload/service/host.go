@@ -210,6 +210,9 @@ func hostRun(k kind) workload.HostFunc {
 
 func (r *run) create(ctx context.Context, role string, ports ...int) (platform.Instance, error) {
 	s := r.env.Base
+	if s.Image == "" || s.Image == "minimal" || s.Image == "tools" {
+		s.Image = Image // the servers live only in the debian image
+	}
 	s.Name = r.env.NewName()
 	s.Ports = ports
 	in, err := r.env.Platform.Create(ctx, s)
