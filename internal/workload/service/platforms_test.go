@@ -82,7 +82,10 @@ func (p *tracked) check(t *testing.T) {
 
 type testLog struct{ t *testing.T }
 
-func (l testLog) Write(b []byte) (int, error) { l.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
 
 // newPlatform makes the platform named by spec (e.g. "docker:network=nat"),
 // skipping when it cannot run here, with the debian image prepared.
