@@ -70,6 +70,8 @@ Usage:
   isobench doctor                     which platforms work here, and how to fix the others
   isobench workloads                  list workloads and their parameters
   isobench version
+
+Every command takes -h (or --help): its synopsis, its flags and an example.
 `
 
 // Main runs isobench with args (without the program name).
@@ -99,7 +101,7 @@ func Main(ctx context.Context, st *State, args []string) int {
 	case "workloads":
 		err = cmdWorkloads(st, args[1:])
 	case "version", "--version":
-		err = cmdVersion(st)
+		err = cmdVersion(st, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(st.Stdout, help)
 		return ExitOK
@@ -128,26 +130,31 @@ func exitCode(st *State, err error) int {
 	return ExitFailed
 }
 
-// newFlags makes a flag set that reports errors as usage errors.
+// newFlags makes a flag set whose -h prints the command's help (synopsis,
+// flags as --name, an example; see help.go) to stdout and exits 0, and
+// whose parse errors are one usage line.
 func newFlags(st *State, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(st.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(st.Stderr, "Usage: isobench %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard) // errors are returned, and printed once by exitCode
+	fs.Usage = func() { printHelp(st.Stdout, fs, synopsis) }
 	return fs
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	// The flag package calls Usage on every parse error too; only -h
+	// prints the help.
+	help := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = help }()
 	// Allow flags after positional arguments: isobench run study.yaml --reps 3
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				help()
 				return err
 			}
-			return usageError{err}
+			return usageError{fmt.Errorf("%s: %w (see 'isobench %s -h')", fs.Name(), err, fs.Name())}
 		}
 		if fs.NArg() == 0 {
 			break

@@ -86,10 +86,8 @@ func TestBadInputIsOneLineExit2AndStartsNothing(t *testing.T) {
 			tmp := t.TempDir()
 			t.Setenv("TMPDIR", tmp)
 			st, out, errb := newTestState(t)
-			wd, _ := os.Getwd()
-			os.Chdir(dir)
+			t.Chdir(dir)
 			code := Main(context.Background(), st, args)
-			os.Chdir(wd)
 			if code != ExitUsage {
 				t.Fatalf("exit %d, want %d; stderr %q", code, ExitUsage, errb.String())
 			}

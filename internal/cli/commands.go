@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -36,9 +37,9 @@ func openExisting(ctx context.Context, path string) (*store.Store, error) {
 // cmdResults prints every sample, one per line.
 func cmdResults(ctx context.Context, st *State, args []string) error {
 	fs := newFlags(st, "results", "results [--db FILE] [--format jsonl|csv] [--run N] [--warmup]")
-	db := fs.String("db", "isobench.db", "result store")
-	format := fs.String("format", "jsonl", "jsonl or csv")
-	run := fs.Int64("run", 0, "only this run id (default: all runs)")
+	db := fs.String("db", "isobench.db", "`FILE`: result store")
+	format := fs.String("format", "jsonl", "`jsonl|csv`: one JSON object per sample, or CSV with a header")
+	run := fs.Int64("run", 0, "`ID`: only this run (default: all runs)")
 	warm := fs.Bool("warmup", false, "include warm-up samples")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -102,9 +103,12 @@ func row(x sample.Sample) []string {
 // cmdDoctor lists every platform: available, or why not and how to fix it.
 func cmdDoctor(ctx context.Context, st *State, args []string) error {
 	fs := newFlags(st, "doctor", "doctor [--state-dir DIR]")
-	stateDir := fs.String("state-dir", "", "where images are kept")
+	stateDir := fs.String("state-dir", "", "`DIR`: where images are kept")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usage("doctor takes no arguments")
 	}
 	env := platform.Env{AgentBinary: st.Executable, StateDir: st.stateDir(*stateDir), Log: st.Stderr}
 	tw := tabwriter.NewWriter(st.Stdout, 0, 0, 2, ' ', 0)
@@ -138,7 +142,11 @@ func cmdDoctor(ctx context.Context, st *State, args []string) error {
 
 // cmdWorkloads lists the workloads and their parameters.
 func cmdWorkloads(st *State, args []string) error {
-	if len(args) > 0 {
+	fs := newFlags(st, "workloads", "workloads\n\nLists every workload with its parameters, their defaults and what they mean.\nA run names them as W[:PARAMS], e.g. cpu:threads=2,duration=10s.")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
 		return usage("workloads takes no arguments")
 	}
 	for _, name := range st.Workloads.Names() {
@@ -162,21 +170,32 @@ func cmdWorkloads(st *State, args []string) error {
 	return nil
 }
 
-func cmdVersion(st *State) error {
+func cmdVersion(st *State, args []string) error {
+	fs := newFlags(st, "version", "version\n\nPrints isobench's version and the commit it was built from.")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usage("version takes no arguments")
+	}
 	fmt.Fprintf(st.Stdout, "isobench %s (commit %s)\n", hostinfo.Version, hostinfo.Commit())
 	return nil
 }
 
 // cmdImage builds and imports images for platforms that use them.
 func cmdImage(ctx context.Context, st *State, args []string) error {
-	if len(args) == 0 || args[0] != "build" {
-		return usage("usage: isobench image build [--platform P]... [--image minimal]")
-	}
-	fs := newFlags(st, "image build", "image build [--platform P]... [--image PROFILE]")
+	fs := newFlags(st, "image build", "image build [--platform P]... [--image PROFILE]\n\nBuilds the instance image and imports it into each platform that uses images\n('isobench run' does it too, before it times anything).")
 	var platforms multi
-	fs.Var(&platforms, "platform", "platform to build for (repeatable; default: every available one that uses images)")
-	image := fs.String("image", "minimal", "image profile")
-	stateDir := fs.String("state-dir", "", "where images are kept")
+	fs.Var(&platforms, "platform", "`P[:OPTIONS]`: a platform to build for (repeatable; default: every available one that uses images)")
+	image := fs.String("image", "minimal", "`PROFILE`: image profile (minimal or tools)")
+	stateDir := fs.String("state-dir", "", "`DIR`: where images are kept")
+	if len(args) == 0 || args[0] != "build" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fs.Usage()
+			return flag.ErrHelp
+		}
+		return usage("usage: isobench image build [--platform P]... [--image PROFILE] (see 'isobench image -h')")
+	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -203,7 +222,7 @@ func cmdImage(ctx context.Context, st *State, args []string) error {
 		if err := p.Available(ctx); err != nil {
 			p.Close(ctx)
 			if explicit {
-				return usage("%s is not available: %v", o.Name, err)
+				return unavailable(o.Name, err)
 			}
 			fmt.Fprintf(st.Stderr, "skipping %s: %v\n", o.Name, err)
 			continue

@@ -14,11 +14,11 @@ import (
 
 func cmdReport(ctx context.Context, st *State, args []string) error {
 	fs := newFlags(st, "report", "report [--db FILE] [--format table|markdown|csv|json|html] [-o FILE] [--run N] [--baseline P]")
-	db := fs.String("db", "isobench.db", "result store")
-	format := fs.String("format", "", "table, markdown, csv, json or html (default table)")
-	out := fs.String("o", "", "write to this file instead of stdout (html: default report.html)")
-	run := fs.Int64("run", 0, "run id (default: the latest run)")
-	baseline := fs.String("baseline", "", "baseline platform label (default: the run's baseline, else native)")
+	db := fs.String("db", "isobench.db", "`FILE`: result store")
+	format := fs.String("format", "table", "`table|markdown|csv|json|html`: the output format")
+	out := fs.String("o", "", "`FILE`: write to this file instead of stdout (html: default report.html)")
+	run := fs.Int64("run", 0, "`ID`: the run to report (default: the latest run)")
+	baseline := fs.String("baseline", "", "`LABEL`: baseline platform label (default: the run's baseline, else native)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ var renderers = map[string]func(io.Writer, report.Doc) error{
 }
 
 func cmdCompare(ctx context.Context, st *State, args []string) error {
-	fs := newFlags(st, "compare", "compare A.db B.db  (per cell: the change from A's latest run to B's, flagged only outside the noise)")
+	fs := newFlags(st, "compare", "compare A.db B.db\n\nPer cell (platform, workload, params, instances, metric) the change from A's latest run\nto B's, flagged only when it is outside the noise (family-wise 95% intervals).")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -32,17 +32,19 @@ Workloads as name[:params], e.g. cpu:threads=2,max-prime=10000,duration=10s (see
 func cmdRun(ctx context.Context, st *State, args []string) error {
 	fs := newFlags(st, "run", runSynopsis)
 	var platforms, workloads multi
-	fs.Var(&platforms, "platform", "platform[:options] to run on (repeatable)")
-	fs.Var(&workloads, "workload", "workload[:params] to run (repeatable)")
-	instances := fs.String("instances", "", "instance counts, e.g. 1,2,4 (default 1)")
-	reps := fs.String("reps", "", `measured repetitions per cell and platform, or "auto" (default 5: fewer give no verdict)`)
-	repsCap := fs.Int("reps-cap", 0, "with --reps auto: the most repetitions (default 30)")
-	target := fs.Float64("target", 0, "with --reps auto: stop when the median's 95% CI is within ±target% (default 2)")
-	warmup := fs.Int("warmup", -1, "warm-up repetitions before the measured ones (stored, flagged warmup; default 0)")
-	baseline := fs.String("baseline", "", "platform label the others are compared with (default native when present)")
-	image := fs.String("image", "", "image profile for instances (default minimal)")
-	db := fs.String("db", "isobench.db", "result store (SQLite file)")
-	stateDir := fs.String("state-dir", "", "where images and rootfs trees are kept (default /var/lib/isobench as root)")
+	// The defaults shown are the real ones; a flag overrides the study
+	// file only when it is given (fs.Visit below).
+	fs.Var(&platforms, "platform", "`P[:OPTIONS]`: a platform to run on (repeatable)")
+	fs.Var(&workloads, "workload", "`W[:PARAMS]`: a workload to run (repeatable)")
+	instances := fs.String("instances", "1", "`N,N,...`: instance counts, e.g. 1,2,4")
+	reps := fs.String("reps", "5", "`N|auto`: measured repetitions per cell and platform (fewer than 5 give no verdict)")
+	repsCap := fs.Int("reps-cap", 30, "`N`: with --reps auto, the most repetitions")
+	target := fs.Float64("target", 2, "`PERCENT`: with --reps auto, stop when the median's 95% CI is within ±PERCENT")
+	warmup := fs.Int("warmup", 0, "`N`: warm-up repetitions before the measured ones (stored, flagged warmup)")
+	baseline := fs.String("baseline", "", "`LABEL`: the platform the others are compared with (default native when present)")
+	image := fs.String("image", "minimal", "`PROFILE`: image profile for instances (minimal or tools)")
+	db := fs.String("db", "isobench.db", "`FILE`: result store (SQLite)")
+	stateDir := fs.String("state-dir", "", "`DIR`: where images and rootfs trees are kept (default /var/lib/isobench as root, else ~/.cache/isobench; ISOBENCH_STATE)")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -120,7 +122,8 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		}
 		opened = append(opened, p)
 		if err := p.Available(ctx); err != nil {
-			return usage("%s is not available: %v", t.opts.Name, err)
+			// The usage was right: this host lacks the engine (exit 1).
+			return unavailable(t.opts.Name, err)
 		}
 		plan.Targets[i].Platform = p
 		for k, v := range p.Facts(ctx) {

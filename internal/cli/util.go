@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,4 +32,11 @@ func samePath(out, db string) bool {
 	fo, err1 := os.Stat(out)
 	fd, err2 := os.Stat(db)
 	return err1 == nil && err2 == nil && os.SameFile(fo, fd)
+}
+
+// unavailable is a platform this host cannot run. It is not a usage error
+// (the command was right): exit 1, one line with the platform's own word on
+// what to install or start.
+func unavailable(name string, err error) error {
+	return fmt.Errorf("%s is not available here: %w (see 'isobench doctor' for every platform)", name, err)
 }
