@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,4 +244,59 @@ func TestSSHHostDies(t *testing.T) {
 	for _, h := range tb.hosts {
 		h.assertClean(t)
 	}
+}
+
+// TestSSHDocker runs Docker on a remote host: an agent workload (cpu) and a
+// host-driven one whose main process's stdout and lifecycle phases cross
+// the connection (startup).
+func TestSSHDocker(t *testing.T) {
+	requireTestbed(t)
+	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		conformance.SkipUnlessRequired(t, "docker", fmt.Errorf("docker info: %v: %s", err, out))
+	}
+	tb := newTestbed(t, 1)
+	a := tb.hosts[0]
+	bin := conformance.BuildAgent(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "docker.db")
+	ctx := withCtx(t, 10*time.Minute)
+	out, errs, code := isobench(t, ctx, bin, nil,
+		"run", "--quiet", "--db", db,
+		"--platform", tb.spec("docker", a, "key="+tb.key),
+		"--workload", "cpu:threads=1,duration=0.2s", "--workload", "startup", "--reps", "2")
+	if code != 0 {
+		t.Fatalf("run exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	metrics := map[string]int{}
+	for _, s := range samplesByHost(t, db)["local"] {
+		if s.Instance == sample.AggregateInstance && strings.Contains(s.Options, "host="+a.url()) {
+			metrics[s.Metric]++
+		}
+	}
+	for _, s := range samplesByHost(t, db)[a.url()] {
+		if s.Instance == sample.AggregateInstance {
+			metrics[s.Metric]++
+		}
+	}
+	for _, m := range []string{"events_per_sec", "startup_ms", "create_ms", "start_ms"} {
+		if metrics[m] != 2 {
+			t.Errorf("%d aggregate %s samples from docker on %s, want 2 (all: %v)", metrics[m], m, a.url(), metrics)
+		}
+	}
+	s, err := store.OpenReadOnly(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := s.Runs(t.Context())
+	s.Close()
+	found := false
+	for k, v := range runs[0].Fingerprint {
+		if strings.HasPrefix(k, "docker:") && strings.HasSuffix(k, ".docker_version") && v != "" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("run fingerprint has no remote docker_version: %v", runs[0].Fingerprint)
+	}
+	a.assertClean(t)
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -164,9 +167,30 @@ func TestSSHHostKeys(t *testing.T) {
 	if err := open(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("missing known_hosts: %v", err)
 	}
+	// a binary for another architecture is refused before it is copied
+	otherArch, otherMachine := "linux/arm64", elf.EM_AARCH64
+	if runtime.GOARCH == "arm64" {
+		otherArch, otherMachine = "linux/amd64", elf.EM_X86_64
+	}
+	arm := filepath.Join(t.TempDir(), "isobench-other")
+	elfBytes, err := os.ReadFile(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint16(elfBytes[18:], uint16(otherMachine)) // e_machine
+	if err := os.WriteFile(arm, elfBytes, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, o, err := reg.Parse(tb.spec("native", h, "key="+tb.key+",binary="+arm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.New(withCtx(t, 60e9), o, env); err == nil || !strings.Contains(err.Error(), "built for "+otherArch) || !strings.Contains(err.Error(), "GOARCH="+runtime.GOARCH) {
+		t.Errorf("%s binary for a %s host: %v", otherArch, runtime.GOARCH, err)
+	}
 	// no key and no agent
 	t.Setenv("SSH_AUTH_SOCK", "")
-	f, o, _ := reg.Parse(fmt.Sprintf("native:host=%s,known-hosts=%s", h.url(), h.known))
+	f, o, _ = reg.Parse(fmt.Sprintf("native:host=%s,known-hosts=%s", h.url(), h.known))
 	if _, err := f.New(withCtx(t, 60e9), o, env); err == nil || !strings.Contains(err.Error(), "ssh-add") {
 		t.Errorf("no key: %v", err)
 	}
