@@ -69,6 +69,7 @@ Usage:
   isobench image build [flags]        build and import the instance images
   isobench doctor                     which platforms work here, and how to fix the others
   isobench workloads                  list workloads and their parameters
+  isobench study list|show|run ID      the five papers as built-in studies (see 'isobench study -h')
   isobench version
 
 Every command takes -h (or --help): its synopsis, its flags and an example.
@@ -98,6 +99,8 @@ func Main(ctx context.Context, st *State, args []string) int {
 		err = cmdImage(ctx, st, args[1:])
 	case "doctor":
 		err = cmdDoctor(ctx, st, args[1:])
+	case "study":
+		err = cmdStudy(ctx, st, args[1:])
 	case "workloads":
 		err = cmdWorkloads(st, args[1:])
 	case "version", "--version":

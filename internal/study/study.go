@@ -92,6 +92,24 @@ type Experiment struct {
 	Pending     []string  `yaml:"pending,omitempty" json:"pending,omitempty"`
 	NotRunnable string    `yaml:"not_runnable,omitempty" json:"not_runnable,omitempty"`
 	Findings    []Finding `yaml:"findings,omitempty" json:"findings,omitempty"`
+	// Score, when set, makes this experiment a table of 1 − Op per row
+	// against the baseline, summed (study 004's Table 2).
+	Score *Score `yaml:"score,omitempty" json:"score,omitempty"`
+}
+
+// Score defines a study-004-style overall score: each row is the mean of
+// the medians of some metrics of one workload (RAM: copy, scale, add,
+// triad), scored 1 − Op against the baseline; Paper holds the paper's
+// totals per platform label for comparison.
+type Score struct {
+	Rows  map[string]ScoreRow `yaml:"rows" json:"rows"`
+	Paper map[string]float64  `yaml:"paper,omitempty" json:"paper,omitempty"`
+}
+
+// ScoreRow is one row of a Score.
+type ScoreRow struct {
+	Workload string   `yaml:"workload" json:"workload"`
+	Metrics  []string `yaml:"metrics,flow" json:"metrics"`
 }
 
 // Finding is one thing the paper found. Text says it in the paper's words;
@@ -108,7 +126,7 @@ type Finding struct {
 	Instances []int `yaml:"instances,omitempty,flow" json:"instances,omitempty"`
 	// Better: [A, B] means A did better than B.
 	Better []string `yaml:"better,omitempty,flow" json:"better,omitempty"`
-	// Ranking: best first; each neighbour pair is a Better.
+	// Ranking: best first; every ordered pair (i before j) is a Better.
 	Ranking []string `yaml:"ranking,omitempty,flow" json:"ranking,omitempty"`
 	// Same: no detectable difference between these platforms.
 	Same []string `yaml:"same,omitempty,flow" json:"same,omitempty"`
@@ -204,14 +222,16 @@ func (f File) Check() error {
 			if err != nil {
 				return fmt.Errorf("study %s: experiment %s: %w", m.ID, e.ID, err)
 			}
-			found := false
-			for _, w := range f.Workloads {
-				if sp, err := spec.Parse(w); err == nil && Selects(sel, sp.Name, sp.Params) {
-					found = true
-				}
-			}
-			if !found {
+			if !f.selectsAny(sel) {
 				return fmt.Errorf("study %s: experiment %s selects %q, which no entry under workloads: matches", m.ID, e.ID, e.Workload)
+			}
+		}
+		if e.Score != nil {
+			for name, row := range e.Score.Rows {
+				sel, err := spec.Parse(row.Workload)
+				if err != nil || len(row.Metrics) == 0 || !f.selectsAny(sel) {
+					return fmt.Errorf("study %s: experiment %s: score row %s selects no entry under workloads: (%q) or has no metrics", m.ID, e.ID, name, row.Workload)
+				}
 			}
 		}
 		for _, fd := range e.Findings {
@@ -226,6 +246,16 @@ func (f File) Check() error {
 		}
 	}
 	return nil
+}
+
+// selectsAny reports whether sel matches an entry under workloads:.
+func (f File) selectsAny(sel spec.Spec) bool {
+	for _, w := range f.Workloads {
+		if sp, err := spec.Parse(w); err == nil && Selects(sel, sp.Name, sp.Params) {
+			return true
+		}
+	}
+	return false
 }
 
 // Selects reports whether the selector sel (a workload name and the

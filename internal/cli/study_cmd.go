@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/report"
+	"github.com/isobench/isobench/internal/stats"
+	"github.com/isobench/isobench/internal/store"
+	"github.com/isobench/isobench/internal/study"
+)
+
+const studySynopsis = `study list | show ID [--scale paper|quick] | run ID [--scale quick|paper] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]
+
+The five studies isobench reproduces, built in as study files ('isobench study show ID > s.yaml'
+gives one to edit and run with 'isobench run s.yaml').`
+
+func cmdStudy(ctx context.Context, st *State, args []string) error {
+	if len(args) == 0 {
+		return usage("study needs a subcommand: list, show ID or run ID (usage: isobench %s)", strings.SplitN(studySynopsis, "\n", 2)[0])
+	}
+	switch args[0] {
+	case "list":
+		return studyList(st, args[1:])
+	case "show":
+		return studyShow(st, args[1:])
+	case "run":
+		return studyRun(ctx, st, args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprintf(st.Stdout, "Usage: isobench %s\n", studySynopsis)
+		return nil
+	}
+	return usage("study: unknown subcommand %q (list, show, run)", args[0])
+}
+
+func studyList(st *State, args []string) error {
+	if len(args) > 0 {
+		return usage("study list takes no arguments")
+	}
+	for _, id := range study.IDs() {
+		f, err := study.Load(id)
+		if err != nil {
+			return err
+		}
+		m := f.Study
+		var cannot []string
+		for _, p := range m.NotRun() {
+			cannot = append(cannot, p.Paper)
+		}
+		for _, e := range m.PendingExperiments() {
+			cannot = append(cannot, e.ID+" (not yet runnable)")
+		}
+		fmt.Fprintf(st.Stdout, "%s  %s — runs here: %s on %s; cannot: %s\n", id, m.Title,
+			strings.Join(workloadNames(f.Workloads), ", "), strings.Join(f.Platforms, ", "), orNone(strings.Join(cannot, "; ")))
+	}
+	return nil
+}
+
+func workloadNames(ws []string) []string {
+	var out []string
+	for _, w := range ws {
+		name, _, _ := strings.Cut(w, ":")
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}
+
+// studyFile loads a built-in study at a scale.
+func studyFile(id, scale string) (study.File, error) {
+	f, err := study.Load(id)
+	if err != nil {
+		return study.File{}, usage("%v", err)
+	}
+	g, err := f.AtScale(scale)
+	if err != nil {
+		return study.File{}, usage("%v", err)
+	}
+	return g, nil
+}
+
+func studyShow(st *State, args []string) error {
+	fs := newFlags(st, "study show", "study show ID [--scale paper|quick]")
+	scale := fs.String("scale", study.ScalePaper, "paper (the paper's parameters) or quick (every cell, shorter)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usage("study show takes one study id (%s)", strings.Join(study.IDs(), ", "))
+	}
+	f, err := studyFile(fs.Arg(0), *scale)
+	if err != nil {
+		return err
+	}
+	b, err := f.Encode()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(st.Stdout, "# isobench study %s at %s scale: %s\n# Run it as it is with 'isobench run FILE', or edit it first.\n", f.Study.ID, f.Study.Scale, f.Study.Title)
+	_, err = st.Stdout.Write(b)
+	return err
+}
+
+func studyRun(ctx context.Context, st *State, args []string) error {
+	fs := newFlags(st, "study run", "study run ID [--scale quick|paper] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]")
+	scale := fs.String("scale", study.ScaleQuick, "quick (every cell, shorter runs, ~10 min on 2 cores) or paper (the paper's parameters)")
+	db := fs.String("db", "", "result store (default study-ID.db)")
+	out := fs.String("o", "", "also write the HTML report to this file")
+	var only multi
+	fs.Var(&only, "platform", "run only these of the study's platforms (repeatable)")
+	reps := fs.String("reps", "", "override the scale's repetitions (a number or auto)")
+	dry := fs.Bool("dry-run", false, "print the plan and stop")
+	stateDir := fs.String("state-dir", "", "where images and rootfs trees are kept (default /var/lib/isobench as root)")
+	quiet := fs.Bool("quiet", false, "no progress display")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usage("study run takes one study id (%s)", strings.Join(study.IDs(), ", "))
+	}
+	f, err := studyFile(fs.Arg(0), *scale)
+	if err != nil {
+		return err
+	}
+	if *db == "" {
+		*db = "study-" + f.Study.ID + ".db"
+	}
+	var skipped []string
+	if len(only) > 0 {
+		for _, p := range only {
+			if !slices.Contains(f.Platforms, p) {
+				return usage("--platform %s is not one of study %s's platforms (%s)", p, f.Study.ID, strings.Join(f.Platforms, ", "))
+			}
+		}
+		for _, p := range f.Platforms {
+			if !slices.Contains(only, p) {
+				skipped = append(skipped, p+": left out (--platform)")
+			}
+		}
+		f.Platforms = slices.Clone([]string(only))
+	}
+	if *reps != "" {
+		f.Reps = *reps
+	}
+	if !*dry {
+		var down []string
+		f.Platforms, down = st.availablePlatforms(ctx, f.Platforms, st.stateDir(*stateDir))
+		skipped = append(skipped, down...)
+		if len(f.Platforms) == 0 {
+			return usage("study %s: none of its platforms is available here: %s", f.Study.ID, strings.Join(skipped, "; "))
+		}
+	}
+	if f.Baseline != "" && !slices.Contains(f.Platforms, f.Baseline) {
+		skipped = append(skipped, "baseline "+f.Baseline+" is not run: no ratios")
+		f.Baseline = ""
+	}
+	plan, err := study.NewPlan(f, st.Workloads)
+	if err != nil {
+		return usage("study %s: %v", f.Study.ID, err)
+	}
+	plan.Print(st.Stdout)
+	for _, s := range skipped {
+		fmt.Fprintf(st.Stdout, "not run here: %s\n", s)
+	}
+	fmt.Fprintln(st.Stdout)
+	if *dry {
+		return nil
+	}
+	b, err := f.Encode()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp("", "isobench-study-"+f.Study.ID+"-*.yaml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	runArgs := []string{tmp.Name(), "--db", *db}
+	if *stateDir != "" {
+		runArgs = append(runArgs, "--state-dir", *stateDir)
+	}
+	if *quiet {
+		runArgs = append(runArgs, "--quiet")
+	}
+	started := time.Now()
+	runErr := cmdRun(ctx, st, runArgs)
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		var ue usageError
+		if errors.As(runErr, &ue) {
+			return runErr // nothing ran
+		}
+	}
+	fmt.Fprintf(st.Stdout, "\nstudy %s (%s scale) took %s (estimated %s)\n", f.Study.ID, f.Study.Scale, time.Since(started).Round(time.Second), plan.Estimate.Round(time.Second))
+	id, cells, err := lastRunCells(context.WithoutCancel(ctx), *db, f.Baseline)
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	if len(cells) > 0 {
+		fmt.Fprintln(st.Stdout)
+		study.CompareFindings(st.Stdout, f, cells)
+	}
+	if id == 0 {
+		return runErr // the run never began (e.g. an image could not be prepared)
+	}
+	if *out != "" {
+		if err := cmdReport(context.WithoutCancel(ctx), st, []string{"--db", *db, "--run", strconv.FormatInt(id, 10), "--format", "html", "-o", *out}); err != nil {
+			return errors.Join(runErr, err)
+		}
+		fmt.Fprintf(st.Stdout, "report: %s\n", *out)
+	}
+	return runErr
+}
+
+// availablePlatforms keeps the labels whose platform can run here and
+// says why the others cannot.
+func (st *State) availablePlatforms(ctx context.Context, labels []string, stateDir string) (ok, down []string) {
+	env := platform.Env{AgentBinary: st.Executable, StateDir: stateDir, Log: st.Stderr}
+	for _, l := range labels {
+		f, o, err := st.Platforms.Parse(l)
+		if err != nil {
+			down = append(down, fmt.Sprintf("%s: %v", l, err))
+			continue
+		}
+		p, err := f.New(ctx, o, env)
+		if err != nil {
+			down = append(down, fmt.Sprintf("%s: %v", l, err))
+			continue
+		}
+		err = p.Available(ctx)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		p.Close(cctx)
+		cancel()
+		if err != nil {
+			down = append(down, fmt.Sprintf("%s: not available (%v; see 'isobench doctor')", l, err))
+			continue
+		}
+		ok = append(ok, l)
+	}
+	return ok, down
+}
+
+// lastRunCells summarises the latest run of a store.
+func lastRunCells(ctx context.Context, db, baseline string) (int64, []report.Cell, error) {
+	s, err := store.Open(ctx, db)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer s.Close()
+	runs, err := s.Runs(ctx)
+	if err != nil || len(runs) == 0 {
+		return 0, nil, err
+	}
+	id := runs[len(runs)-1].ID
+	samples, err := s.Samples(ctx, store.Filter{RunID: id, NoWarmup: true})
+	if err != nil {
+		return id, nil, err
+	}
+	return id, report.Cells(samples, report.Options{Baseline: baseline, Stats: stats.Options{Seed: id}}), nil
+}

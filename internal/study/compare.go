@@ -1,0 +1,299 @@
+package study
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/isobench/isobench/internal/report"
+	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/stats"
+)
+
+// Outcomes of checking a finding against a run.
+const (
+	Agrees    = "agrees"
+	Disagrees = "disagrees"
+	Undecided = "undecided"
+)
+
+// Check is one checked comparison: A against B on one cell.
+type Check struct {
+	Experiment string
+	Finding    string
+	Cell       string // workload, params, instances
+	Metric     string
+	A, B       string      // A better than B (or the same as B)
+	Ratio      stats.Ratio // A relative to B
+	Want       string      // "better" or "same"
+	Outcome    string
+}
+
+// Checks evaluates the checkable findings of f against a run's cells.
+// Findings naming a platform the run did not include are skipped.
+func Checks(f File, cells []report.Cell) []Check {
+	if f.Study == nil {
+		return nil
+	}
+	var out []Check
+	for _, e := range f.Study.Experiments {
+		if e.Workload == "" {
+			continue
+		}
+		sel, err := spec.Parse(e.Workload)
+		if err != nil {
+			continue
+		}
+		for _, fd := range e.Findings {
+			pairs, want := findingPairs(fd)
+			if len(pairs) == 0 {
+				continue
+			}
+			metric := fd.Metric
+			if metric == "" {
+				metric = e.Metric
+			}
+			need := map[string]string{}
+			if fd.Params != "" {
+				if sp, err := spec.Parse(sel.Name + ":" + fd.Params); err == nil {
+					need = sp.Params
+				}
+			}
+			for _, g := range groupCells(cells, sel, metric, need, fd.Instances) {
+				for _, pr := range pairs {
+					a, okA := g.by[pr[0]]
+					b, okB := g.by[pr[1]]
+					if !okA || !okB {
+						continue
+					}
+					r := stats.Compare(values(b), values(a), true, a.Better, stats.Options{Seed: 1})
+					c := Check{Experiment: e.ID, Finding: fd.Text, Cell: g.name, Metric: metric, A: pr[0], B: pr[1], Ratio: r, Want: want}
+					c.Outcome = outcome(want, r.Verdict)
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func findingPairs(fd Finding) (pairs [][2]string, want string) {
+	switch {
+	case len(fd.Better) == 2:
+		return [][2]string{{fd.Better[0], fd.Better[1]}}, "better"
+	case len(fd.Ranking) > 1:
+		// Every ordered pair, not only neighbours: a run with some of the
+		// platforms still checks the order of those it has.
+		for i := range fd.Ranking {
+			for j := i + 1; j < len(fd.Ranking); j++ {
+				pairs = append(pairs, [2]string{fd.Ranking[i], fd.Ranking[j]})
+			}
+		}
+		return pairs, "better"
+	case len(fd.Same) > 1:
+		for _, p := range fd.Same[1:] {
+			pairs = append(pairs, [2]string{p, fd.Same[0]})
+		}
+		return pairs, "same"
+	}
+	return nil, ""
+}
+
+func outcome(want, verdict string) string {
+	switch {
+	case verdict == stats.VerdictInsufficient:
+		return Undecided
+	case want == "same" && verdict == stats.VerdictSame:
+		return Agrees
+	case want == "same":
+		return Disagrees
+	case verdict == stats.VerdictFaster:
+		return Agrees
+	case verdict == stats.VerdictSlower:
+		return Disagrees
+	}
+	return Undecided // no detectable difference: the run cannot say
+}
+
+// values are a cell's per-repetition values; startup at N instances is the
+// slowest instance (study 000's definition), the aggregate.
+func values(c report.Cell) []float64 {
+	if c.Metric == "startup_ms" && len(c.Aggregate) > 0 {
+		return c.Aggregate
+	}
+	return c.Values
+}
+
+type cellGroup struct {
+	name string
+	by   map[string]report.Cell // platform label -> cell
+}
+
+// groupCells gathers, per workload params and instance count, the cells
+// of the selected workload and metric by platform.
+func groupCells(cells []report.Cell, sel spec.Spec, metric string, need map[string]string, instances []int) []cellGroup {
+	idx := map[string]*cellGroup{}
+	var keys []string
+	for _, c := range cells {
+		if c.Metric != metric || (len(instances) > 0 && !slices.Contains(instances, c.Instances)) {
+			continue
+		}
+		sp, err := spec.Parse(c.Workload + ":" + c.Params)
+		if err != nil || !Selects(sel, sp.Name, sp.Params) || !Selects(spec.Spec{Name: sp.Name, Params: need}, sp.Name, sp.Params) {
+			continue
+		}
+		k := fmt.Sprintf("%s:%s ×%d", c.Workload, c.Params, c.Instances)
+		g, ok := idx[k]
+		if !ok {
+			g = &cellGroup{name: k, by: map[string]report.Cell{}}
+			idx[k] = g
+			keys = append(keys, k)
+		}
+		g.by[c.Label()] = c
+	}
+	sort.Strings(keys)
+	out := make([]cellGroup, len(keys))
+	for i, k := range keys {
+		out[i] = *idx[k]
+	}
+	return out
+}
+
+// CompareFindings prints, per experiment, what the paper found and, for
+// the findings that can be checked, whether this run agrees in direction,
+// with the ratio's 95% interval that decides it. Disagreement is
+// information, not an error.
+func CompareFindings(w io.Writer, f File, cells []report.Cell) {
+	if f.Study == nil {
+		return
+	}
+	checks := Checks(f, cells)
+	byFinding := map[string][]Check{}
+	for _, c := range checks {
+		byFinding[c.Experiment+"\x00"+c.Finding] = append(byFinding[c.Experiment+"\x00"+c.Finding], c)
+	}
+	fmt.Fprintf(w, "Study %s against the paper's findings (%s scale)\n", f.Study.ID, f.Study.Scale)
+	n := map[string]int{}
+	for _, e := range f.Study.Experiments {
+		fmt.Fprintf(w, "\n%s  %s\n", e.ID, e.Title)
+		if e.NotRunnable != "" {
+			fmt.Fprintf(w, "  not run: %s\n", e.NotRunnable)
+		}
+		for _, fd := range e.Findings {
+			fmt.Fprintf(w, "  paper: %s\n", fd.Text)
+			cs := byFinding[e.ID+"\x00"+fd.Text]
+			pairs, _ := findingPairs(fd)
+			switch {
+			case e.NotRunnable != "" && e.Workload == "":
+			case len(pairs) == 0:
+				fmt.Fprintf(w, "    (a description, not checked)\n")
+			case len(cs) == 0:
+				fmt.Fprintf(w, "    not checked: this run has no cells with %s for %s\n", strings.Join(pairPlatforms(pairs), " and "), e.Workload)
+			}
+			for _, c := range cs {
+				n[c.Outcome]++
+				rel := "better than"
+				if c.Want == "same" {
+					rel = "the same as"
+				}
+				r := c.Ratio
+				ci := "no interval"
+				if r.CIValid {
+					ci = fmt.Sprintf("95%% CI [%.3f, %.3f]", r.CILow, r.CIHigh)
+				}
+				fmt.Fprintf(w, "    %s: %s %s %s? %s/%s = %.3f, %s (%s, %s is better): %s → %s\n",
+					c.Cell, c.A, rel, c.B, c.A, c.B, r.Ratio, ci, c.Metric, r.Better, r.Verdict, strings.ToUpper(c.Outcome))
+			}
+		}
+		if e.Score != nil {
+			printScore(w, e, cells, f.Baseline)
+		}
+	}
+	fmt.Fprintf(w, "\n%d comparisons agree with the paper, %d disagree, %d undecided (interval contains 1 or too few repetitions)\n", n[Agrees], n[Disagrees], n[Undecided])
+}
+
+func pairPlatforms(pairs [][2]string) []string {
+	var out []string
+	for _, p := range pairs {
+		for _, l := range p {
+			if !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+// ScoreTable computes an experiment's Score from a run's cells: per row
+// and platform the mean of the row's metrics' medians (at the smallest
+// instance count run), scored 1 − Op against baseline (stats.PaperScore).
+func ScoreTable(sc *Score, cells []report.Cell, baseline string) (stats.ScoreTable, error) {
+	if sc == nil || baseline == "" {
+		return stats.ScoreTable{}, fmt.Errorf("no score or no baseline")
+	}
+	minInst := 0
+	for _, c := range cells {
+		if minInst == 0 || c.Instances < minInst {
+			minInst = c.Instances
+		}
+	}
+	medians := map[string]map[string]float64{}
+	for name, row := range sc.Rows {
+		sel, err := spec.Parse(row.Workload)
+		if err != nil {
+			return stats.ScoreTable{}, err
+		}
+		per := map[string][]float64{} // label -> medians of the row's metrics
+		for _, metric := range row.Metrics {
+			for _, g := range groupCells(cells, sel, metric, nil, []int{minInst}) {
+				for label, c := range g.by {
+					per[label] = append(per[label], c.Median)
+				}
+			}
+		}
+		medians[name] = map[string]float64{}
+		for label, ms := range per {
+			if len(ms) != len(row.Metrics) {
+				continue // a metric missing (or the selector matched several cells)
+			}
+			if v, err := stats.MeanOf(ms...); err == nil {
+				medians[name][label] = v
+			}
+		}
+	}
+	return stats.PaperScore(medians, baseline)
+}
+
+func printScore(w io.Writer, e Experiment, cells []report.Cell, baseline string) {
+	t, err := ScoreTable(e.Score, cells, baseline)
+	if err != nil {
+		fmt.Fprintf(w, "  this run: no score (%v)\n", err)
+		return
+	}
+	fmt.Fprintf(w, "  this run, 1 − Op per row against %s (medians; no interval for a sum of ratios):\n    %-10s", baseline, "platform")
+	for _, r := range t.Rows {
+		fmt.Fprintf(w, " %9s", r)
+	}
+	fmt.Fprintf(w, " %7s %8s %12s\n", "total", "overall", "paper total")
+	for _, p := range t.Platforms {
+		fmt.Fprintf(w, "    %-10s", p)
+		for _, r := range t.Rows {
+			if v, ok := t.Score[r][p]; ok {
+				fmt.Fprintf(w, " %9.3f", v)
+			} else {
+				fmt.Fprintf(w, " %9s", "-")
+			}
+		}
+		paper := "-"
+		if v, ok := e.Score.Paper[p]; ok {
+			paper = fmt.Sprintf("%.2f", v)
+		}
+		if tot, ok := t.Total[p]; ok {
+			fmt.Fprintf(w, " %7.2f %7.1f%% %12s\n", tot, 100*t.Overall[p], paper)
+		} else {
+			fmt.Fprintf(w, " %7s %8s %12s\n", "-", "-", paper)
+		}
+	}
+}
