@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/remote"
@@ -47,4 +48,57 @@ func checkRemote(plan runner.Plan, targets []target) error {
 		}
 	}
 	return nil
+}
+
+// expandHosts runs every platform on every host of study.Hosts (from
+// --host or hosts: in a study file): "docker" with hosts local and
+// ssh://root@a becomes "docker" and "docker:host=ssh://root@a". A platform
+// that names its own host= is kept as it is. The hosts are folded into
+// the platforms, so the stored study says exactly what ran.
+func expandHosts(study *Study) error {
+	if len(study.Hosts) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, h := range study.Hosts {
+		if h != "local" {
+			if _, err := remote.ParseHost(h); err != nil {
+				return fmt.Errorf("--host: %w (or local for this machine)", err)
+			}
+		}
+		if seen[h] {
+			return fmt.Errorf("--host %s given twice", h)
+		}
+		seen[h] = true
+	}
+	var out []string
+	for _, p := range study.Platforms {
+		_, opts, hasOpts := strings.Cut(p, ":")
+		if hasOpts && hasHostOption(opts) {
+			out = append(out, p)
+			continue
+		}
+		for _, h := range study.Hosts {
+			switch {
+			case h == "local":
+				out = append(out, p)
+			case hasOpts && strings.TrimSpace(opts) != "":
+				out = append(out, p+",host="+h)
+			default:
+				out = append(out, strings.TrimSuffix(p, ":")+":host="+h)
+			}
+		}
+	}
+	study.Platforms = out
+	study.Hosts = nil
+	return nil
+}
+
+func hasHostOption(opts string) bool {
+	for _, kv := range strings.Split(opts, ",") {
+		if k, _, _ := strings.Cut(kv, "="); strings.TrimSpace(k) == "host" {
+			return true
+		}
+	}
+	return false
 }

@@ -31,11 +31,12 @@ Workloads as name[:params], e.g. cpu:threads=2,max-prime=10000,duration=10s (see
 
 func cmdRun(ctx context.Context, st *State, args []string) error {
 	fs := newFlags(st, "run", runSynopsis)
-	var platforms, workloads multi
+	var platforms, workloads, hosts multi
 	// The defaults shown are the real ones; a flag overrides the study
 	// file only when it is given (fs.Visit below).
 	fs.Var(&platforms, "platform", "`P[:OPTIONS]`: a platform to run on (repeatable)")
 	fs.Var(&workloads, "workload", "`W[:PARAMS]`: a workload to run (repeatable)")
+	fs.Var(&hosts, "host", "`ssh://USER@ADDR[:PORT]|local`: run every platform on this host (repeatable; key from ssh-agent, host key from ~/.ssh/known_hosts)")
 	instances := fs.String("instances", "1", "`N,N,...`: instance counts, e.g. 1,2,4")
 	reps := fs.String("reps", "5", "`N|auto`: measured repetitions per cell and platform (fewer than 5 give no verdict)")
 	repsCap := fs.Int("reps-cap", 30, "`N`: with --reps auto, the most repetitions")
@@ -71,6 +72,9 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	}
 	if len(workloads) > 0 {
 		study.Workloads = workloads
+	}
+	if len(hosts) > 0 {
+		study.Hosts = hosts
 	}
 	if set["instances"] {
 		n, err := spec.ParseInts(*instances, 1, maxInstances)
@@ -197,6 +201,9 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	if len(study.Platforms) == 0 {
 		return runner.Plan{}, nil, usage("no platform: give --platform native (and e.g. --platform docker) or a study file")
 	}
+	if err := expandHosts(study); err != nil {
+		return runner.Plan{}, nil, usage("%v", err)
+	}
 	if len(study.Workloads) == 0 {
 		return runner.Plan{}, nil, usage("no workload: give --workload cpu (see 'isobench workloads') or a study file")
 	}
@@ -286,6 +293,9 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 		}
 	}
 	if err := plan.Validate(); err != nil {
+		return runner.Plan{}, nil, usage("%v", err)
+	}
+	if err := checkRemote(plan, targets); err != nil {
 		return runner.Plan{}, nil, usage("%v", err)
 	}
 	return plan, targets, nil

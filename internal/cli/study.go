@@ -28,6 +28,8 @@ type Study struct {
 	Warmup    int      `yaml:"warmup" json:"warmup"`
 	Baseline  string   `yaml:"baseline" json:"baseline"`
 	Image     string   `yaml:"image" json:"image"`
+	// Hosts run every platform on each of them too ("local", ssh://user@addr).
+	Hosts []string `yaml:"hosts" json:"hosts,omitempty"`
 }
 
 const studyKeys = `keys: platforms, workloads, instances, reps (a number or "auto"), reps_cap, target, warmup, baseline, image`
