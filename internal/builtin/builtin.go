@@ -17,6 +17,7 @@ import (
 	"github.com/isobench/isobench/internal/platform/runc"
 	"github.com/isobench/isobench/internal/remote"
 	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/astar"
 	"github.com/isobench/isobench/internal/workload/blockio"
 	"github.com/isobench/isobench/internal/workload/cpu"
 	"github.com/isobench/isobench/internal/workload/disk"
@@ -25,6 +26,7 @@ import (
 	"github.com/isobench/isobench/internal/workload/memory"
 	"github.com/isobench/isobench/internal/workload/netbench"
 	"github.com/isobench/isobench/internal/workload/service"
+	"github.com/isobench/isobench/internal/workload/soplex"
 	"github.com/isobench/isobench/internal/workload/startup"
 	"github.com/isobench/isobench/internal/workload/stream"
 	"github.com/isobench/isobench/internal/workload/tooladapt"
@@ -56,6 +58,8 @@ func Workloads() workload.Registry {
 		blockio.Def,
 		fsbench.Def,
 		startup.Def,
+		astar.Def,  // open substitute for SPEC CPU 473.astar (study 003)
+		soplex.Def, // open substitute for SPEC CPU 450.soplex (study 003)
 	}
 	defs = append(defs, tooladapt.Defs()...)
 	defs = append(defs, netbench.Defs()...)  // incl. the hidden _net-server, _net-client halves
