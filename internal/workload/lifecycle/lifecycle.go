@@ -23,6 +23,7 @@ import (
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/service"
 )
 
 // SpinName is the hidden in-guest load used by footprint with load=cpu.
@@ -39,6 +40,7 @@ var Footprint = workload.Def{
 	Params: []workload.Param{
 		{Name: "load", Kind: workload.Enum, Enum: []string{"idle", "cpu"}, Default: "idle", Help: "idle: instances do nothing; cpu: each spins one thread"},
 		{Name: "window", Kind: workload.Duration, Default: "5s", Min: 0.1, Max: 3600, Help: "how long CPU use is measured"},
+		{Name: "service", Kind: workload.Enum, Enum: append([]string{"none"}, service.Kinds...), Default: "none", Help: "a server running (idle, no clients) in every instance while it is measured, from the debian image (study 002's 'with services'); native: the host's own"},
 	},
 	Host: footprint,
 	Timeout: func(p workload.Params) time.Duration {
@@ -144,8 +146,15 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 	}
 	insts := make([]inst, n)
 	// one at a time, so each startup's CPU is its own
+	svc := p.Str("service")
+	base := env.Base
+	if svc != "none" {
+		if base.Image, err = service.EnsureImage(ctx, env.Platform, base.Image); err != nil {
+			return nil, fmt.Errorf("footprint: %w", err)
+		}
+	}
 	for i := range insts {
-		s := env.Base
+		s := base
 		s.Name = env.NewName()
 		b0, err := hostBusy()
 		if err != nil {
@@ -171,6 +180,30 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 			return nil, fmt.Errorf("footprint: instance %d: %w", i, err)
 		}
 		insts[i] = inst{in: in, fp: fper, startMS: ms(d), startHost: b1 - b0, startCPU: fp.CPUSeconds}
+	}
+
+	// the services, started one by one and answering before anything is
+	// measured; a server that dies meanwhile fails the repetition
+	var servers []*service.Running
+	defer func() {
+		if err != nil {
+			for _, s := range servers {
+				s.Abort()
+			}
+		}
+	}()
+	if svc != "none" {
+		for i, x := range insts {
+			port, err := service.FreePort() // distinct even when instances share the host's network
+			if err != nil {
+				return nil, fmt.Errorf("footprint: %w", err)
+			}
+			srv, err := service.StartServer(ctx, x.in, svc, port)
+			if err != nil {
+				return nil, fmt.Errorf("footprint: service in instance %d: %w", i, err)
+			}
+			servers = append(servers, srv)
+		}
 	}
 
 	// the load, released together; it spins a little longer than the window
@@ -249,7 +282,14 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 		}
 	}
 
-	tags := map[string]string{"load": p.Str("load"), "window": window.String()}
+	readyMS := make([][]sample.Metric, n)
+	for i, srv := range servers {
+		if readyMS[i], err = srv.Stop(ctx); err != nil {
+			return nil, fmt.Errorf("footprint: service in instance %d: %w", i, err)
+		}
+	}
+
+	tags := map[string]string{"load": p.Str("load"), "window": window.String(), "service": svc}
 	results := make([]workload.InstanceResult, n)
 	for i, x := range insts {
 		m := []sample.Metric{
@@ -267,6 +307,7 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 				sample.Metric{Name: "engine_cpu_seconds", Value: engWindowCPU, Unit: "s", Better: sample.Lower, Agg: sample.Max},
 			)
 		}
+		m = append(m, readyMS[i]...)
 		t := maps.Clone(x.in.Facts(ctx))
 		if t == nil {
 			t = map[string]string{}

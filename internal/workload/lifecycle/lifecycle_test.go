@@ -115,6 +115,31 @@ func footprintPair(t *testing.T, env workload.HostEnv, wantEngine bool) {
 	}
 }
 
+// footprintService runs footprint idle without and with a MariaDB server
+// in the instance: the server answers (ready_ms) and its memory shows.
+func footprintService(t *testing.T, env workload.HostEnv) {
+	var mem [2]float64
+	for i, svc := range []string{"none", "mariadb"} {
+		res, err := runDef(t, Footprint, map[string]string{"window": "1s", "service": svc}, env)
+		if err != nil {
+			t.Fatalf("service=%s: %v", svc, err)
+		}
+		ms := metricsOf(t, res[0])
+		t.Logf("service=%s: %v", svc, res[0].Metrics)
+		if res[0].Tags["service"] != svc {
+			t.Errorf("tag service = %q, want %s", res[0].Tags["service"], svc)
+		}
+		_, ready := ms["ready_ms"]
+		if ready != (svc != "none") {
+			t.Errorf("service=%s: ready_ms present = %v", svc, ready)
+		}
+		mem[i] = ms["memory_bytes"].Value
+	}
+	if mem[1] <= mem[0] {
+		t.Errorf("an instance running MariaDB used %v bytes, no more than an idle one (%v)", mem[1], mem[0])
+	}
+}
+
 func newNative(t *testing.T) platform.Platform {
 	p, err := native.New(t.Context(), platform.Options{}, platform.Env{AgentBinary: agentBin, StateDir: t.TempDir()})
 	if err != nil {
@@ -222,6 +247,9 @@ func TestDocker(t *testing.T) {
 	label := strconv.FormatInt(time.Now().UnixNano(), 10)
 	t.Run("footprint", func(t *testing.T) {
 		footprintPair(t, hostEnv(dp, platform.Spec{}, label, 2), true)
+	})
+	t.Run("footprint-service", func(t *testing.T) {
+		footprintService(t, hostEnv(dp, platform.Spec{}, label, 1))
 	})
 	t.Run("density", func(t *testing.T) {
 		res, err := runDef(t, Density, map[string]string{"max-instances": "3", "startup-ceiling": "1h"}, hostEnv(dp, platform.Spec{}, label, 1))

@@ -200,6 +200,10 @@ type run struct {
 
 func hostRun(k kind) workload.HostFunc {
 	return func(ctx context.Context, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
+		var err error
+		if env.Base.Image, err = EnsureImage(ctx, env.Platform, env.Base.Image); err != nil {
+			return nil, err
+		}
 		r := &run{k: k, p: p, env: env}
 		defer r.closeAll(ctx)
 		ctx, cancel := context.WithCancel(ctx)
@@ -210,9 +214,6 @@ func hostRun(k kind) workload.HostFunc {
 
 func (r *run) create(ctx context.Context, role string, ports ...int) (platform.Instance, error) {
 	s := r.env.Base
-	if s.Image == "" || s.Image == "minimal" || s.Image == "tools" {
-		s.Image = Image // the servers live only in the debian image
-	}
 	s.Name = r.env.NewName()
 	s.Ports = ports
 	in, err := r.env.Platform.Create(ctx, s)
@@ -442,4 +443,68 @@ func (r *run) clients(ctx context.Context, clients []platform.Instance, host str
 		return nil, err
 	}
 	return results, nil
+}
+
+// Kinds lists the servers StartServer knows.
+var Kinds = []string{Nginx, Apache, Redis, MariaDB}
+
+// Running is a server started by StartServer.
+type Running struct {
+	sess *agenthost.Session
+	kind string
+}
+
+// StartServer starts kind's server in inst listening on 127.0.0.1:port
+// (nothing outside the instance reaches it) and returns once it answers,
+// for workloads that need a service running but drive no clients
+// (footprint's service=).
+func StartServer(ctx context.Context, inst platform.Instance, kind string, port int) (*Running, error) {
+	sp := map[string]string{"kind": kind, "bind": "127.0.0.1", "port": strconv.Itoa(port)}
+	sess := agenthost.Start(ctx, inst, ServerName, spec.Canonical(sp))
+	for _, step := range []func() error{
+		func() error { return sess.WaitReady(ctx) },
+		sess.Release,
+		func() error { return sess.WaitStarted(ctx) },
+	} {
+		if err := step(); err != nil {
+			sess.Abort()
+			return nil, fmt.Errorf("%s: %w", kind, err)
+		}
+	}
+	return &Running{sess: sess, kind: kind}, nil
+}
+
+// Stop stops the server and returns its ready_ms, or why it failed (it
+// died while running: with its log's last lines).
+func (r *Running) Stop(ctx context.Context) ([]sample.Metric, error) {
+	r.sess.Abort()
+	ms, _, err := r.sess.Result(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.kind, err)
+	}
+	return ms, nil
+}
+
+// FreePort asks the kernel for a free port on the host's loopback.
+func FreePort() (int, error) { return freePort() }
+
+// Abort closes the server's session without waiting (the instance's
+// closing ends it).
+func (r *Running) Abort() { r.sess.Abort() }
+
+// EnsureImage returns the image profile service instances use: the run's,
+// unless it is one of the busybox profiles that hold no servers, then the
+// debian profile, prepared (built or imported) on platforms that need it
+// so that no image work happens inside a measured step.
+func EnsureImage(ctx context.Context, p platform.Platform, profile string) (string, error) {
+	switch profile {
+	case "", "minimal", "tools":
+		profile = Image
+	}
+	if pr, ok := p.(platform.Preparer); ok {
+		if err := pr.Prepare(ctx, profile); err != nil {
+			return "", fmt.Errorf("preparing image %s: %w", profile, err)
+		}
+	}
+	return profile, nil
 }

@@ -298,7 +298,7 @@ func TestRunc(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the debian root file system")
 	}
-	runServices(t, newPlatform(t, "runc"), platform.Spec{})
+	runServices(t, newPlatform(t, "runc"), platform.Spec{Network: platform.NetBridge})
 }
 
 // The other platforms that run the debian image: the same services, host
@@ -310,7 +310,11 @@ func TestOtherPlatforms(t *testing.T) {
 	for _, name := range []string{"podman", "crun", "nspawn", "gvisor", "lxd"} {
 		t.Run(name, func(t *testing.T) {
 			p := newPlatform(t, name)
-			runServices(t, p, platform.Spec{})
+			base := platform.Spec{}
+			if name != "podman" && name != "lxd" {
+				base.Network = platform.NetBridge // their default is none
+			}
+			runServices(t, p, base)
 			if name == "podman" {
 				noContainers(t, "podman")
 			}
