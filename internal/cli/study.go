@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/isobench/isobench/internal/study"
 )
 
 // maxInstances bounds an instance count (--instances, instances:): more
@@ -30,9 +32,12 @@ type Study struct {
 	Image     string   `yaml:"image" json:"image"`
 	// Hosts run every platform on each of them too ("local", ssh://user@addr).
 	Hosts []string `yaml:"hosts" json:"hosts,omitempty"`
+	// About is a built-in study's metadata (the paper, its platforms and
+	// findings; see 'isobench study show'); it does not change the run.
+	About *study.Meta `yaml:"study,omitempty" json:"study,omitempty"`
 }
 
-const studyKeys = `keys: platforms, workloads, instances, reps (a number or "auto"), reps_cap, target, warmup, baseline, image`
+const studyKeys = `keys: platforms, workloads, instances, reps (a number or "auto"), reps_cap, target, warmup, baseline, image, study (a built-in study's metadata)`
 
 // loadStudy reads a study file strictly: unknown keys are errors.
 func loadStudy(path string) (Study, error) {

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/isobench/isobench/internal/store"
+	"github.com/isobench/isobench/internal/study"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// TestStudyShowRoundTrips: what 'study show' prints is a study file that
+// 'isobench run FILE' reads and plans, with the same matrix.
+func TestStudyShowRoundTrips(t *testing.T) {
+	for _, id := range study.IDs() {
+		for _, scale := range []string{study.ScalePaper, study.ScaleQuick} {
+			st, out, errb := newTestState(t)
+			if code := Main(context.Background(), st, []string{"study", "show", id, "--scale", scale}); code != 0 {
+				t.Fatalf("show %s %s: exit %d: %s", id, scale, code, errb)
+			}
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			os.WriteFile(path, out.Bytes(), 0o644)
+			got, err := loadStudy(path)
+			if err != nil {
+				t.Fatalf("show %s %s does not load: %v\n%s", id, scale, err, out)
+			}
+			want, _ := study.Load(id)
+			want, _ = want.AtScale(scale)
+			if !slices.Equal(got.Platforms, want.Platforms) || !slices.Equal(got.Workloads, want.Workloads) ||
+				!slices.Equal(got.Instances, want.Instances) || got.Reps != want.Reps || got.Baseline != want.Baseline {
+				t.Errorf("%s %s: decoded %+v, want %+v", id, scale, got, want)
+			}
+			if got.About == nil || got.About.ID != id || got.About.Scale != scale || len(got.About.Experiments) == 0 {
+				t.Errorf("%s %s: metadata lost: %+v", id, scale, got.About)
+			}
+			if _, _, err := st.plan(&got); err != nil {
+				t.Errorf("%s %s: run's planner refuses it: %v", id, scale, err)
+			}
+		}
+	}
+	// The embedded files themselves are run files too.
+	for _, id := range study.IDs() {
+		b, _ := study.Raw(id)
+		if _, err := decodeStudy(b); err != nil {
+			t.Errorf("built-in %s is not a run file: %v", id, err)
+		}
+	}
+}
+
+func TestStudyListAndPlan(t *testing.T) {
+	st, out, errb := newTestState(t)
+	if code := Main(context.Background(), st, []string{"study", "list"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "000  ") || !strings.Contains(lines[0], "cannot: FreeBSD") {
+		t.Fatalf("list:\n%s", out)
+	}
+	out.Reset()
+	if code := Main(context.Background(), st, []string{"study", "run", "004", "--dry-run"}); code != 0 {
+		t.Fatalf("dry run: exit %d: %s", code, errb)
+	}
+	for _, s := range []string{"study 004 (quick scale)", "7 workload cells", "× 4 platforms × 5 repetitions = 140 runs", "[sweep threads]", "not yet runnable: fig6-7", "not run here: a separate client machine"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("plan lacks %q:\n%s", s, out)
+		}
+	}
+	for _, bad := range [][]string{{"study"}, {"study", "show", "999"}, {"study", "run", "004", "--scale", "huge"}, {"study", "run", "002", "--platform", "docker"}} {
+		errb.Reset()
+		if code := Main(context.Background(), st, bad); code != ExitUsage || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q", bad, code, errb)
+		}
+	}
+}
+
+// TestStudyRunQuickEndToEnd runs study 004 at quick scale on native and
+// Docker (two repetitions to stay near two minutes): the plan, the run,
+// the comparison with the paper and the HTML report.
+func TestStudyRunQuickEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs study 004 on native and docker")
+	}
+	st, out, errb := newTestState(t)
+	dir := t.TempDir()
+	db, html := filepath.Join(dir, "s.db"), filepath.Join(dir, "r.html")
+	code := Main(context.Background(), st, []string{"study", "run", "004", "--platform", "native", "--platform", "docker", "--reps", "2", "--db", db, "-o", html, "--quiet"})
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
+	}
+	for _, s := range []string{"study 004 (quick scale)", "not run here: lxd: left out", "run 1 (done)", "Study 004 against the paper's findings", "native better than docker?", "report: " + html} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	if fi, err := os.Stat(html); err != nil || fi.Size() == 0 {
+		t.Errorf("report: %v", err)
+	}
+	s, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ss, err := s.Samples(context.Background(), store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads := map[string]bool{}
+	for _, x := range ss {
+		if x.Workload == "cpu" && x.Metric == "total_time" && x.Tags[workload.SweepTag] == "threads" {
+			threads[x.Params] = true
+		}
+	}
+	if len(threads) != 5 {
+		t.Errorf("cpu total_time at %d thread counts, want 5: %v", len(threads), threads)
+	}
+}
