@@ -102,14 +102,17 @@ func row(x sample.Sample) []string {
 
 // cmdDoctor lists every platform: available, or why not and how to fix it.
 func cmdDoctor(ctx context.Context, st *State, args []string) error {
-	fs := newFlags(st, "doctor", "doctor [--state-dir DIR]")
+	fs := newFlags(st, "doctor", "doctor [--state-dir DIR] [--host ssh://USER@ADDR]...")
 	stateDir := fs.String("state-dir", "", "`DIR`: where images are kept")
+	var hosts multi
+	fs.Var(&hosts, "host", "`ssh://USER@ADDR[:PORT]`: also ask this host, over SSH (repeatable)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usage("doctor takes no arguments")
 	}
+	defer doctorHosts(ctx, st, hosts)
 	env := platform.Env{AgentBinary: st.Executable, StateDir: st.stateDir(*stateDir), Log: st.Stderr}
 	tw := tabwriter.NewWriter(st.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "platform\tstatus\tdetail")

@@ -102,3 +102,14 @@ func hasHostOption(opts string) bool {
 	}
 	return false
 }
+
+// doctorHosts runs "isobench doctor" on each host over SSH (after the
+// local table) and says why a host cannot be asked.
+func doctorHosts(ctx context.Context, st *State, hosts []string) {
+	for _, h := range hosts {
+		fmt.Fprintf(st.Stdout, "\nhost %s:\n", h)
+		if err := remote.RunThere(ctx, h, st.Executable, st.Stdout, st.Stderr, "doctor"); err != nil {
+			fmt.Fprintf(st.Stdout, "unreachable: %v\n", err)
+		}
+	}
+}

@@ -147,6 +147,23 @@ func TestSSHMatrix(t *testing.T) {
 		h.assertClean(t)
 	}
 
+	// doctor asks a remote host (key from the agent, host key from
+	// ~/.ssh/known_hosts of a HOME of this test's own)
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	known, _ := os.ReadFile(b.known)
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"), known, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code = isobench(t, ctx, bin, []string{"SSH_AUTH_SOCK=" + sock, "HOME=" + home}, "doctor", "--host", b.url(), "--host", a.url())
+	if code != 0 || !strings.Contains(out, "host "+b.url()+":\nplatform") || !strings.Contains(out, "host "+a.url()+":\nunreachable: ") || !strings.Contains(out, "is not in "+filepath.Join(home, ".ssh", "known_hosts")) {
+		t.Errorf("doctor --host: exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Logf("doctor --host:\n%s", out)
+	b.assertClean(t)
+
 	// host-side network clients are refused before anything starts
 	_, errs, code = isobench(t, ctx, bin, []string{"SSH_AUTH_SOCK=" + sock},
 		"run", "--quiet", "--db", filepath.Join(dir, "n.db"), "--platform", tb.spec("native", a, ""),

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -86,24 +87,9 @@ func ParseHost(s string) (Target, error) {
 // "isobench platformd" for o's platform and returns the host's end.
 func Open(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 	host := o.Extra["host"]
-	t, err := ParseHost(host)
+	client, path, err := connect(ctx, o.Extra, env.AgentBinary)
 	if err != nil {
 		return nil, err
-	}
-	bin := o.Extra["binary"]
-	if bin == "" {
-		bin = env.AgentBinary
-	}
-	if bin == "" {
-		return nil, fmt.Errorf("%s: no isobench binary to copy (binary=PATH)", host)
-	}
-	cfg, err := clientConfig(t, o.Extra["key"], o.Extra["known-hosts"])
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", host, err)
-	}
-	client, err := dial(ctx, t, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", host, err)
 	}
 	ok := false
 	defer func() {
@@ -111,10 +97,6 @@ func Open(ctx context.Context, o platform.Options, env platform.Env) (platform.P
 			client.Close()
 		}
 	}()
-	path, err := install(ctx, client, bin)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", host, err)
-	}
 	params := maps.Clone(o.Raw)
 	for _, k := range remoteKeys {
 		delete(params, k)
@@ -162,6 +144,70 @@ func Open(ctx context.Context, o platform.Options, env platform.Env) (platform.P
 	ok = true
 	go keepalive(client, p)
 	return p, nil
+}
+
+// connect dials opts["host"] (with opts key, known-hosts, binary as in
+// Wrap) and puts the isobench binary there; it returns the client and the
+// binary's remote path.
+func connect(ctx context.Context, opts map[string]string, agentBinary string) (*ssh.Client, string, error) {
+	host := opts["host"]
+	t, err := ParseHost(host)
+	if err != nil {
+		return nil, "", err
+	}
+	bin := opts["binary"]
+	if bin == "" {
+		bin = agentBinary
+	}
+	if bin == "" {
+		return nil, "", fmt.Errorf("%s: no isobench binary to copy (binary=PATH)", host)
+	}
+	cfg, err := clientConfig(t, opts["key"], opts["known-hosts"])
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", host, err)
+	}
+	client, err := dial(ctx, t, cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", host, err)
+	}
+	path, err := install(ctx, client, bin)
+	if err != nil {
+		client.Close()
+		return nil, "", fmt.Errorf("%s: %w", host, err)
+	}
+	return client, path, nil
+}
+
+// RunThere runs "isobench ARGS..." on host (ssh://user@addr, with the
+// same key and known_hosts rules as host=), with this isobench copied
+// there as for a run; its output goes to stdout and stderr.
+func RunThere(ctx context.Context, host, agentBinary string, stdout, stderr io.Writer, args ...string) error {
+	client, path, err := connect(ctx, map[string]string{"host": host}, agentBinary)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	s, err := client.NewSession()
+	if err != nil {
+		return fmt.Errorf("%s: %w", host, err)
+	}
+	defer s.Close()
+	s.Stdout, s.Stderr = stdout, stderr
+	cmd := "exec " + quote(path)
+	for _, a := range args {
+		cmd += " " + quote(a)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(shell(cmd)) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%s: isobench %s: %w", host, strings.Join(args, " "), err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // keepalive closes the connection when the remote sshd stops answering,
@@ -358,7 +404,9 @@ func install(ctx context.Context, c *ssh.Client, bin string) (string, error) {
 		return "", err
 	}
 	defer fh.Close()
-	tmp := path + ".part"
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := path + ".part-" + hex.EncodeToString(rnd[:]) // concurrent installs do not share it
 	if _, err := run(ctx, c, fh, "cat > "+quote(tmp)+" && chmod 755 "+quote(tmp)+" && mv -f "+quote(tmp)+" "+quote(path)); err != nil {
 		return "", fmt.Errorf("copying isobench to %s: %w", path, err)
 	}
