@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/isobench/isobench/internal/report"
@@ -63,12 +64,13 @@ func Checks(f File, cells []report.Cell) []Check {
 			}
 			for _, g := range groupCells(cells, sel, metric, need, fd.Instances) {
 				for _, pr := range pairs {
-					a, okA := g.by[pr[0]]
-					b, okB := g.by[pr[1]]
-					if !okA || !okB {
+					a, okA := pick(cells, g, pr[0])
+					b, okB := pick(cells, g, pr[1])
+					if !okA || !okB || (a.Label() == b.Label() && a.Instances == b.Instances) {
 						continue
 					}
-					r := stats.Compare(values(b), values(a), true, a.Better, stats.Options{Seed: 1})
+					// Paired repetitions only within one cell (they ran side by side).
+					r := stats.Compare(values(b), values(a), a.Instances == b.Instances, a.Better, stats.Options{Seed: 1})
 					c := Check{Experiment: e.ID, Finding: fd.Text, Cell: g.name, Metric: metric, A: pr[0], B: pr[1], Ratio: r, Want: want}
 					c.Outcome = outcome(want, r.Verdict)
 					out = append(out, c)
@@ -129,6 +131,40 @@ func values(c report.Cell) []float64 {
 type cellGroup struct {
 	name string
 	by   map[string]report.Cell // platform label -> cell
+	// the group's workload, params, metric and instance count
+	workload, params, metric string
+	instances                int
+}
+
+// SplitAt splits "native@1" into the platform label and the instance
+// count it is pinned to (0: the count of the cell compared).
+func SplitAt(label string) (string, int) {
+	l, n, ok := strings.Cut(label, "@")
+	if !ok {
+		return label, 0
+	}
+	at, err := strconv.Atoi(n)
+	if err != nil || at < 1 {
+		return label, 0
+	}
+	return l, at
+}
+
+// pick returns the cell for a finding's label in a group: "docker" is the
+// group's own cell, "native@1" the same workload and metric on native at
+// one instance (the papers' host run once against N containers).
+func pick(cells []report.Cell, g cellGroup, label string) (report.Cell, bool) {
+	l, at := SplitAt(label)
+	if at == 0 || at == g.instances {
+		c, ok := g.by[l]
+		return c, ok
+	}
+	for _, c := range cells {
+		if c.Label() == l && c.Instances == at && c.Workload == g.workload && c.Params == g.params && c.Metric == g.metric {
+			return c, true
+		}
+	}
+	return report.Cell{}, false
 }
 
 // groupCells gathers, per workload params and instance count, the cells
@@ -147,7 +183,7 @@ func groupCells(cells []report.Cell, sel spec.Spec, metric string, need map[stri
 		k := fmt.Sprintf("%s:%s ×%d", c.Workload, c.Params, c.Instances)
 		g, ok := idx[k]
 		if !ok {
-			g = &cellGroup{name: k, by: map[string]report.Cell{}}
+			g = &cellGroup{name: k, by: map[string]report.Cell{}, workload: c.Workload, params: c.Params, metric: c.Metric, instances: c.Instances}
 			idx[k] = g
 			keys = append(keys, k)
 		}

@@ -124,7 +124,9 @@ type Finding struct {
 	Params string `yaml:"params,omitempty" json:"params,omitempty"`
 	// Instances narrows the instance counts (empty: every count run).
 	Instances []int `yaml:"instances,omitempty,flow" json:"instances,omitempty"`
-	// Better: [A, B] means A did better than B.
+	// Better: [A, B] means A did better than B. A label may be pinned to
+	// an instance count, "native@1": the host run once, compared with
+	// the other platform at every count (studies 001 and 002).
 	Better []string `yaml:"better,omitempty,flow" json:"better,omitempty"`
 	// Ranking: best first; every ordered pair (i before j) is a Better.
 	Ranking []string `yaml:"ranking,omitempty,flow" json:"ranking,omitempty"`
@@ -236,7 +238,7 @@ func (f File) Check() error {
 		}
 		for _, fd := range e.Findings {
 			for _, l := range slices.Concat(fd.Better, fd.Ranking, fd.Same) {
-				if !slices.Contains(f.Platforms, l) {
+				if l, _ := SplitAt(l); !slices.Contains(f.Platforms, l) {
 					return fmt.Errorf("study %s: experiment %s: finding %q names %q, which is not under platforms:", m.ID, e.ID, fd.Text, l)
 				}
 			}
