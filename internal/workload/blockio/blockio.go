@@ -30,7 +30,7 @@ import (
 // Def is the blockio workload.
 var Def = workload.Def{
 	Name: "blockio",
-	Help: "IO-nugget: write a file of random blocks (fsync at the end), then read it back; write and read MB/s",
+	Help: "block writer/reader: mode=stream writes a file of random blocks (fsync at the end) and reads it back (MB/s); mode=ionugget is IO-nugget's procedure from study 000 (fsync per 1 MiB block, 512-byte reads at shuffled offsets, per-block times summed; MiB/s)",
 	Params: []workload.Param{
 		{Name: "mode", Kind: workload.Enum, Default: "stream", Enum: []string{"stream", "ionugget"}, Help: "stream: sequential write, one fsync, sequential read; ionugget: IO-nugget's own procedure (study 000): fsync after every block, read-size reads at shuffled offsets, per-block times summed"},
 		{Name: "block-size", Kind: workload.Size, Default: "", Min: 1, Max: 1 << 30, Help: "bytes per write (and per read in stream mode); default 1m"},

@@ -21,7 +21,7 @@ import (
 // Def is the cpu workload.
 var Def = workload.Def{
 	Name: "cpu",
-	Help: "sysbench cpu: verify primes up to max-prime per event, per thread, for duration; events/s",
+	Help: "sysbench cpu: verify primes up to max-prime per event, per thread, for duration (events/s), or a fixed number of events (events=N, total_time as sysbench 0.4.12 reports it)",
 	Params: []workload.Param{
 		{Name: "threads", Kind: workload.Int, Default: "1", Min: 1, Max: 4096, Help: "worker threads"},
 		{Name: "max-prime", Kind: workload.Int, Default: "10000", Min: 3, Max: 1e9, Help: "upper limit of the primes verified per event"},
