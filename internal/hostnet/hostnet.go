@@ -33,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/isobench/isobench/internal/cleanup/runrec"
 )
@@ -209,6 +210,7 @@ func (b *Bridge) Lease(owner string) (netip.Addr, error) {
 			os.Remove(f.Name())
 			return netip.Addr{}, fmt.Errorf("hostnet: lease: %w", werr)
 		}
+		b.forgetNeighbour(a)
 		return a, nil
 	}
 	return netip.Addr{}, fmt.Errorf("hostnet: no free address left on %s (%s)", b.Name, b.Prefix)
@@ -270,7 +272,22 @@ func (b *Bridge) Release(ctx context.Context, a netip.Addr) error {
 	if err := os.Remove(filepath.Join(b.LeaseDir, a.String())); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("hostnet: release: %w", err)
 	}
+	b.forgetNeighbour(a)
 	return b.removeIfUnused(ctx)
+}
+
+// forgetNeighbour drops the host's neighbour (ARP) entry for a, so the
+// next instance given the address is not sent frames for the previous
+// one's MAC: the host keeps a reachable entry for 15-45 s and then probes
+// the old MAC before asking anew, and a connection to the new instance
+// fails meanwhile. Nothing to do when the bridge does not exist.
+func (b *Bridge) forgetNeighbour(a netip.Addr) {
+	if !b.Exists() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	exec.CommandContext(ctx, "ip", "neigh", "flush", "to", a.String(), "dev", b.Name).Run()
 }
 
 // RemoveLease deletes a lease whatever its state: for clean-up of a lease

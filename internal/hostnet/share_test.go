@@ -303,3 +303,71 @@ func TestConcurrentUsersShareTheBridge(t *testing.T) {
 		t.Error("FORWARD rule left after the bridge was removed")
 	}
 }
+
+// TestReusedAddressIsReachableFromTheHost: an address released by one
+// instance and leased to the next (another MAC) is reachable from the host
+// at once, though the host had just talked to the previous holder.
+func TestReusedAddressIsReachableFromTheHost(t *testing.T) {
+	needRoot(t)
+	ctx := context.Background()
+	b, err := New("isobtest3", "10.198.10.0/29", filepath.Join(t.TempDir(), "leases", "isobtest3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, l := range Links("isbt3") {
+			DeleteLink(ctx, l)
+		}
+		exec.Command("ip", "netns", "delete", "isobtest3-a").Run()
+		exec.Command("ip", "netns", "delete", "isobtest3-k").Run()
+		DeleteLink(ctx, "isobtest3")
+		b.forward(ctx, false)
+	})
+	// another instance stays on the bridge while the address changes
+	// hands (a bridge with no port left loses its carrier, which flushes
+	// the host's neighbour entries anyway)
+	keep, err := b.Lease("keep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kp, err := addPort(ctx, b, "isobtest3-k", "isbt3k", "0a:00:00:00:03:00", keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev netip.Addr
+	for i, mac := range []string{"0a:00:00:00:03:01", "0a:00:00:00:03:02", "0a:00:00:00:03:03"} {
+		a, err := b.Lease(fmt.Sprint("instance-", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev.IsValid() && a != prev {
+			t.Fatalf("lease %d got %s, not the released %s", i, a, prev)
+		}
+		prev = a
+		if err := b.Ensure(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p, err := addPort(ctx, b, "isobtest3-a", "isbt3a", mac, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.CommandContext(ctx, "busybox", "ping", "-c", "1", "-W", "2", a.String()).CombinedOutput()
+		if err != nil {
+			t.Fatalf("instance %d (%s, host veth %s) unreachable from the host: %v: %s", i, a, mac, err, out)
+		}
+		p.remove(ctx)
+		if err := b.Release(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kp.remove(ctx)
+	if err := b.Release(ctx, keep); err != nil {
+		t.Fatal(err)
+	}
+	if b.Exists() {
+		t.Fatal("bridge left after the last release")
+	}
+}
