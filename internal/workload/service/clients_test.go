@@ -42,7 +42,7 @@ func TestParseAB(t *testing.T) {
 	for _, want := range []struct {
 		name, unit, line string
 	}{
-		{"requests_per_sec", "requests/s", "Requests per second:"},
+		{"requests_per_sec", "req/s", "Requests per second:"},
 		{"total_time", "s", "Time taken for tests:"},
 	} {
 		m, ok := got[want.name]
@@ -55,7 +55,7 @@ func TestParseAB(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range []string{"transfer_rate", "latency_p50", "latency_p99", "failed_requests"} {
+	for _, n := range []string{"transfer_bytes_per_sec", "latency_p50", "latency_p99", "failed_requests"} {
 		if _, ok := got[n]; !ok {
 			t.Errorf("no %s", n)
 		}
@@ -87,7 +87,7 @@ func TestParseWrk(t *testing.T) {
 }
 
 func TestParseRedis(t *testing.T) {
-	ms, err := parseFile(t, "redis-benchmark-7.0-ok.csv", func(f *os.File) ([]sample.Metric, error) { return parseRedisCSV(f) })
+	ms, err := parseFile(t, "redis-benchmark-7.0-ok.csv", func(f *os.File) ([]sample.Metric, error) { return parseRedis(f) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestParseRedis(t *testing.T) {
 			t.Errorf("%s: %+v", n, got[n])
 		}
 	}
-	if _, err := parseFile(t, "redis-benchmark-7.0-noauth.csv", func(f *os.File) ([]sample.Metric, error) { return parseRedisCSV(f) }); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+	if _, err := parseFile(t, "redis-benchmark-7.0-noauth.csv", func(f *os.File) ([]sample.Metric, error) { return parseRedis(f) }); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 		t.Errorf("error replies: got %v, want a failure naming them", err)
 	}
 }

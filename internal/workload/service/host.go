@@ -20,6 +20,9 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/tools/ab"
+	"github.com/isobench/isobench/internal/tools/redisbench"
+	"github.com/isobench/isobench/internal/tools/wrk"
 	"github.com/isobench/isobench/internal/workload"
 )
 
@@ -119,22 +122,23 @@ var OLTP = workload.Def{
 type kind struct {
 	server func(workload.Params) string
 	// clientArgv is the load generator's command line against addr.
-	clientArgv func(p workload.Params, host string, port int) []string
+	clientArgv func(p workload.Params, host string, port int) ([]string, error)
 	parse      func(io.Reader) ([]sample.Metric, error)
 	// prepareArgv, when set, runs once before the clients, untimed.
-	prepareArgv func(p workload.Params, host string, port int) []string
+	prepareArgv func(p workload.Params, host string, port int) ([]string, error)
 	tags        func(workload.Params) map[string]string
 }
 
 var httpKind = kind{
 	server: func(p workload.Params) string { return p.Str("server") },
-	clientArgv: func(p workload.Params, host string, port int) []string {
+	clientArgv: func(p workload.Params, host string, port int) ([]string, error) {
 		url := "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/index.html"
 		if p.Str("tool") == "wrk" {
-			threads := min(p.Int("users"), runtime.NumCPU())
-			return []string{"wrk", "-t", strconv.Itoa(threads), "-c", strconv.Itoa(p.Int("users")), "-d", strconv.Itoa(int(p.Duration("duration").Seconds())) + "s", "--latency", url}
+			a, err := wrk.Options{URL: url, Connections: p.Int("users"), Threads: min(p.Int("users"), runtime.NumCPU()), Duration: p.Duration("duration"), Latency: true}.Args()
+			return append([]string{wrk.Binary}, a...), err
 		}
-		return []string{"ab", "-q", "-n", strconv.Itoa(p.Int("requests")), "-c", strconv.Itoa(p.Int("users")), url}
+		a, err := ab.Options{URL: url, Requests: p.Int("requests"), Concurrency: p.Int("users")}.Args()
+		return append([]string{ab.Binary}, a...), err
 	},
 	tags: func(p workload.Params) map[string]string {
 		return map[string]string{"server": p.Str("server"), "tool": p.Str("tool")}
@@ -143,12 +147,12 @@ var httpKind = kind{
 
 var redisKind = kind{
 	server: func(workload.Params) string { return Redis },
-	clientArgv: func(p workload.Params, host string, port int) []string {
-		return []string{"redis-benchmark", "-h", host, "-p", strconv.Itoa(port), "-c", strconv.Itoa(p.Int("connections")),
-			"-n", strconv.Itoa(p.Int("requests")), "-P", strconv.Itoa(p.Int("pipeline")), "-r", strconv.Itoa(p.Int("keyspace")),
-			"-t", strings.ReplaceAll(p.Str("ops"), "+", ","), "--csv"}
+	clientArgv: func(p workload.Params, host string, port int) ([]string, error) {
+		a, err := redisbench.Options{Host: host, Port: port, Clients: p.Int("connections"), Requests: p.Int("requests"),
+			Pipeline: p.Int("pipeline"), KeySpace: p.Int("keyspace"), Tests: strings.Split(p.Str("ops"), "+")}.Args()
+		return append([]string{redisbench.Binary}, a...), err
 	},
-	parse: parseRedisCSV,
+	parse: parseRedis,
 	tags: func(workload.Params) map[string]string {
 		return map[string]string{"server": Redis, "tool": "redis-benchmark"}
 	},
@@ -166,12 +170,12 @@ func sysbenchArgs(p workload.Params, host string, port int, threads int, cmd str
 
 var oltpKind = kind{
 	server: func(workload.Params) string { return MariaDB },
-	clientArgv: func(p workload.Params, host string, port int) []string {
-		return sysbenchArgs(p, host, port, p.Int("threads"), "run")
+	clientArgv: func(p workload.Params, host string, port int) ([]string, error) {
+		return sysbenchArgs(p, host, port, p.Int("threads"), "run"), nil
 	},
 	parse: parseOLTP,
-	prepareArgv: func(p workload.Params, host string, port int) []string {
-		return sysbenchArgs(p, host, port, 1, "prepare")
+	prepareArgv: func(p workload.Params, host string, port int) ([]string, error) {
+		return sysbenchArgs(p, host, port, 1, "prepare"), nil
 	},
 	tags: func(p workload.Params) map[string]string {
 		return map[string]string{"server": MariaDB, "tool": "sysbench", "test": p.Str("test")}
@@ -405,13 +409,19 @@ func (r *run) clients(ctx context.Context, clients []platform.Instance, host str
 		return out.String(), err
 	}
 	if r.k.prepareArgv != nil {
-		argv := r.k.prepareArgv(r.p, host, port)
+		argv, err := r.k.prepareArgv(r.p, host, port)
+		if err != nil {
+			return nil, err
+		}
 		if out, err := runTool(ctx, 0, argv); err != nil {
 			return nil, fmt.Errorf("prepare (%s): %w: %s", strings.Join(argv[:2], " "), err, lastLines(out, 5))
 		}
 	}
 	parse := r.k.parser(r.p)
-	argv := r.k.clientArgv(r.p, host, port)
+	argv, err := r.k.clientArgv(r.p, host, port)
+	if err != nil {
+		return nil, err
+	}
 	results := make([]workload.InstanceResult, n)
 	gate := make(chan struct{})
 	var wg sync.WaitGroup

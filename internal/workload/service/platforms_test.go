@@ -187,7 +187,7 @@ func runServices(t *testing.T, p *tracked, base platform.Spec) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkResults(t, res, 1, "requests_per_sec", "total_time", "transfer_rate", "latency_p50", "latency_p99", "failed_requests")
+		checkResults(t, res, 1, "requests_per_sec", "total_time", "transfer_bytes_per_sec", "latency_p50", "latency_p99", "failed_requests")
 	})
 	t.Run("http-apache-wrk-2clients", func(t *testing.T) {
 		res, err := runOne(t, service.HTTP, map[string]string{"server": "apache", "tool": "wrk", "duration": "1s", "users": "10"}, env(p, base, 2))

@@ -79,8 +79,8 @@ func TestServersNative(t *testing.T) {
 		params       map[string]string
 		check        []string
 	}{
-		{Nginx, "ab", []string{"nginx", "ab"}, HTTP, map[string]string{"server": Nginx, "tool": "ab", "requests": "2000", "users": "20", "size": "10k"}, []string{"requests_per_sec", "total_time", "transfer_rate", "latency_p50", "latency_p99", "failed_requests"}},
-		{Apache, "wrk", []string{"apache2", "wrk"}, HTTP, map[string]string{"server": Apache, "tool": "wrk", "duration": "1s", "users": "20", "size": "10k"}, []string{"requests_per_sec", "total_time", "transfer_rate", "latency_p50", "latency_p99"}},
+		{Nginx, "ab", []string{"nginx", "ab"}, HTTP, map[string]string{"server": Nginx, "tool": "ab", "requests": "2000", "users": "20", "size": "10k"}, []string{"requests_per_sec", "total_time", "transfer_bytes_per_sec", "latency_p50", "latency_p99", "failed_requests"}},
+		{Apache, "wrk", []string{"apache2", "wrk"}, HTTP, map[string]string{"server": Apache, "tool": "wrk", "duration": "1s", "users": "20", "size": "10k"}, []string{"requests_per_sec", "total_time", "transfer_bytes_per_sec", "latency_p50", "latency_p99"}},
 		{Redis, "redis-benchmark", []string{"redis-server", "redis-benchmark"}, RedisDef, map[string]string{"requests": "20000"}, []string{"get_ops_per_sec", "set_ops_per_sec", "get_latency_p50", "set_latency_p99"}},
 		{MariaDB, "sysbench", []string{"mariadbd", "mariadb-install-db", "sysbench"}, OLTP, map[string]string{"table-size": "1000", "duration": "2s", "threads": "2"}, []string{"tps", "qps", "latency_p95"}},
 	}
@@ -100,9 +100,17 @@ func TestServersNative(t *testing.T) {
 			var clientErr error
 			ms, err := serveHere(t, sp, func(port int) {
 				if k.prepareArgv != nil {
-					runTool(t, k.prepareArgv(cp, "127.0.0.1", port))
+					argv, err := k.prepareArgv(cp, "127.0.0.1", port)
+					if err != nil {
+						t.Fatal(err)
+					}
+					runTool(t, argv)
 				}
-				out := runTool(t, k.clientArgv(cp, "127.0.0.1", port))
+				argv, err := k.clientArgv(cp, "127.0.0.1", port)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := runTool(t, argv)
 				clientMs, clientErr = k.parser(cp)(strings.NewReader(out))
 				if clientErr != nil {
 					t.Logf("output:\n%s", out)
