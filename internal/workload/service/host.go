@@ -394,6 +394,7 @@ func (r *run) serverLog(ctx context.Context, srv platform.Instance, kindName str
 // client instances, started together; the untimed prepare step first.
 func (r *run) clients(ctx context.Context, clients []platform.Instance, host string, port int, tags map[string]string) ([]workload.InstanceResult, error) {
 	n := r.env.Instances
+	raiseNoFile()
 	runTool := func(ctx context.Context, i int, argv []string) (string, error) {
 		var out bytes.Buffer
 		var err error

@@ -393,6 +393,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	if err != nil {
 		return nil, err
 	}
+	raiseNoFile()
 	began := time.Now()
 	pr, err := start(c, argv)
 	if err != nil {
@@ -455,3 +456,16 @@ func waitReady(ctx context.Context, pr *proc, kind, addr string, size int64, tim
 }
 
 var errBadAnswer = errors.New("bad answer")
+
+// raiseNoFile raises this process's open-file limit to its hard limit and
+// sets it explicitly, so the servers and load generators started from it
+// inherit it (Go restores the original soft limit for children unless the
+// program set one): ab, wrk and the servers need a descriptor per
+// connection, thousands at the studies' user counts.
+func raiseNoFile() {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err == nil {
+		l.Cur = l.Max
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
+}
