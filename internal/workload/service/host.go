@@ -127,6 +127,8 @@ type kind struct {
 	// prepareArgv, when set, runs once before the clients, untimed.
 	prepareArgv func(p workload.Params, host string, port int) ([]string, error)
 	tags        func(workload.Params) map[string]string
+	// deadline, when set, bounds each client run.
+	deadline func(workload.Params) time.Duration
 }
 
 var httpKind = kind{
@@ -155,6 +157,12 @@ var redisKind = kind{
 	parse: parseRedis,
 	tags: func(workload.Params) map[string]string {
 		return map[string]string{"server": Redis, "tool": "redis-benchmark"}
+	},
+	// redis-benchmark retries a connection forever: a deadline assuming
+	// at least 2,000 requests/s ends a run that cannot connect
+	deadline: func(p workload.Params) time.Duration {
+		ops := len(strings.Split(p.Str("ops"), "+"))
+		return time.Minute + time.Duration(p.Int("requests")*ops/2000)*time.Second
 	},
 }
 
@@ -432,7 +440,17 @@ func (r *run) clients(ctx context.Context, clients []platform.Instance, host str
 		go func(i int) {
 			defer wg.Done()
 			<-gate
-			out, err := runTool(ctx, i, argv)
+			cctx := ctx
+			if r.k.deadline != nil {
+				var cancel context.CancelFunc
+				cctx, cancel = context.WithTimeout(ctx, r.k.deadline(r.p))
+				defer cancel()
+			}
+			out, err := runTool(cctx, i, argv)
+			if cctx.Err() != nil && ctx.Err() == nil {
+				errs[i] = fmt.Errorf("client %d: %s did not finish within %v (it cannot connect?): %s", i, argv[0], r.k.deadline(r.p), lastLines(out, 3))
+				return
+			}
 			ms, perr := parse(strings.NewReader(out))
 			if perr != nil {
 				if err != nil {
