@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,10 @@ import (
 var agentBin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		os.Exit(m.Run()) // a fuzzing worker runs only the fuzz target: no binary needed
+	}
 	dir, err := os.MkdirTemp("", "isobench-cli-test-")
 	if err != nil {
 		panic(err)

@@ -45,3 +45,46 @@ func TestParseOptionsRefusesImpossibleLimits(t *testing.T) {
 		t.Errorf("memory=1024t: %+v %v", o.Base, err)
 	}
 }
+
+// go test -run=^$ -fuzz=FuzzParseOptions -fuzztime=10s ./internal/platform
+func FuzzParseOptions(f *testing.F) {
+	for _, s := range []string{
+		"native", "docker:cpus=1,memory=2g,network=bridge,storage=volume", "docker:network=nat", "podman:network=host",
+		"lxc:cpus=0.5", "native:cpus=nan", "native:cpus=inf", "native:cpus=1e300", "native:cpus=1025", "native:cpus=-0",
+		"native:memory=99999999999999999999t", "native:memory=4m", "native:memory=3m", "native:memory=nan", "gvisor:network=sandbox",
+		"qemu:cpus=1,disk=8g", "docker:runtime=runsc", "docker:bogus=1", "docker:cpus=1,cpus=2", "", ":", "docker:",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		o, err := ParseOptions(s, "runtime", "disk")
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error of more than one line: %q", err)
+			}
+			return
+		}
+		b := o.Base
+		if b.CPUs != 0 && !(b.CPUs > 0 && b.CPUs <= 1024) {
+			t.Fatalf("%q: cpus %v accepted", s, b.CPUs)
+		}
+		if b.Memory != 0 && !(b.Memory >= 4<<20 && b.Memory <= 1<<50) {
+			t.Fatalf("%q: memory %d accepted", s, b.Memory)
+		}
+		switch b.Network {
+		case "", NetBridge, NetHost, NetNone, NetNAT:
+		default:
+			t.Fatalf("%q: network %q accepted", s, b.Network)
+		}
+		switch b.Storage {
+		case "", StorageRootfs, StorageVolume:
+		default:
+			t.Fatalf("%q: storage %q accepted", s, b.Storage)
+		}
+		// The canonical form stored with samples parses to the same limits.
+		back, err := ParseOptions(o.Name+":"+o.Canonical(), "runtime", "disk")
+		if err != nil || back.Base.CPUs != b.CPUs || back.Base.Memory != b.Memory || back.Base.Network != b.Network || back.Base.Storage != b.Storage {
+			t.Fatalf("%q: canonical %q reads back as %+v, %v", s, o.Canonical(), back.Base, err)
+		}
+	})
+}
