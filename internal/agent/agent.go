@@ -47,7 +47,10 @@ func Main(ctx context.Context, reg workload.Registry, args []string, stdin io.Re
 			fmt.Fprintln(stderr, "isobench agent run: want WORKLOAD PARAMS")
 			return 2
 		}
-		if err := run(ctx, reg, args[1], args[2], stdin, w); err != nil {
+		stop := startHeartbeat(w, agentproto.HeartbeatInterval)
+		err := run(ctx, reg, args[1], args[2], stdin, w)
+		stop()
+		if err != nil {
 			w.emit(agentproto.Event{Event: agentproto.EvError, Error: err.Error()})
 			return 1
 		}

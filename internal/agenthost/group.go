@@ -18,9 +18,14 @@ type Group []*Session
 
 // StartGroup starts "agent run WORKLOAD PARAMS" in every instance.
 func StartGroup(ctx context.Context, insts []platform.Instance, workloadName, params string) Group {
+	return StartGroupWith(ctx, insts, workloadName, params, Options{})
+}
+
+// StartGroupWith is StartGroup with explicit bounds for every session.
+func StartGroupWith(ctx context.Context, insts []platform.Instance, workloadName, params string, o Options) Group {
 	g := make(Group, len(insts))
 	for i, in := range insts {
-		g[i] = Start(ctx, in, workloadName, params)
+		g[i] = StartWith(ctx, in, workloadName, params, o)
 	}
 	return g
 }

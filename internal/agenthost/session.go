@@ -13,6 +13,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/isobench/isobench/internal/agentproto"
@@ -25,23 +26,88 @@ type Session struct {
 	stdin   *io.PipeWriter
 	events  chan agentproto.Event
 	done    chan error
+	exited  chan struct{} // closed when the exec returned
 	stderr  *limitedBuffer
 	goOnce  sync.Once
 	Started time.Time // host time the agent acknowledged "go"
+
+	id      string       // the instance's ID, for errors
+	opts    Options      // the bounds
+	begun   time.Time    // host time the exec was started
+	last    atomic.Int64 // host time (UnixNano) of the agent's last line; 0: none yet
+	phase   atomic.Value // string: what the agent is doing, as far as the host knows
+	stalled chan struct{}
+	stall   error // why stalled was closed
 }
 
-// Start runs "{agent} agent run WORKLOAD PARAMS" in inst. The session's
-// context bounds the whole exec.
+// Options bound how long an agent may stay silent.
+type Options struct {
+	// Silence is how long an agent may go without a heartbeat (or any
+	// other event) once it has started before the session gives up on it
+	// as hung or stopped. 0 means DefaultSilence.
+	Silence time.Duration
+	// FirstEvent is how long the agent may take to write its first line
+	// (the exec's own start: a VM's exec server, an engine's exec call).
+	// 0 means DefaultFirstEvent.
+	FirstEvent time.Duration
+}
+
+// Defaults for Options.
+const (
+	DefaultSilence    = 10 * time.Second
+	DefaultFirstEvent = 2 * time.Minute
+)
+
+// Phases of a session, named in errors.
+const (
+	PhaseStarting = "starting the agent"
+	PhaseSetup    = "in setup"
+	PhaseBarrier  = "waiting at the barrier"
+	PhaseRunning  = "running"
+	PhaseReport   = "reporting"
+)
+
+// StallError reports an agent that stopped making progress: which
+// instance, what it was doing, and for how long it was silent.
+type StallError struct {
+	Instance string
+	Phase    string
+	Silent   time.Duration
+}
+
+func (e *StallError) Error() string {
+	if e.Phase == PhaseStarting {
+		return fmt.Sprintf("instance %s hung while %s: no word from the agent %v after the exec began", e.Instance, e.Phase, e.Silent.Round(time.Second))
+	}
+	return fmt.Sprintf("instance %s hung while %s: no heartbeat for %v (the agent is stuck, stopped or unreachable)", e.Instance, e.Phase, e.Silent.Round(time.Second))
+}
+
+// Start runs "{agent} agent run WORKLOAD PARAMS" in inst with the default
+// Options. The session's context bounds the whole exec.
 func Start(ctx context.Context, inst platform.Instance, workloadName, params string) *Session {
+	return StartWith(ctx, inst, workloadName, params, Options{})
+}
+
+// StartWith is Start with explicit bounds.
+func StartWith(ctx context.Context, inst platform.Instance, workloadName, params string, o Options) *Session {
+	if o.Silence <= 0 {
+		o.Silence = DefaultSilence
+	}
+	if o.FirstEvent <= 0 {
+		o.FirstEvent = DefaultFirstEvent
+	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &Session{stdin: inW, events: make(chan agentproto.Event, 16), done: make(chan error, 1), stderr: &limitedBuffer{max: 8 << 10}}
+	s := &Session{stdin: inW, events: make(chan agentproto.Event, 16), done: make(chan error, 1), exited: make(chan struct{}),
+		stderr: &limitedBuffer{max: 8 << 10}, id: inst.ID(), opts: o, begun: time.Now(), stalled: make(chan struct{})}
+	s.phase.Store(PhaseStarting)
 	argv := []string{platform.AgentPlaceholder, "agent", "run", workloadName, params}
 	go func() {
 		err := inst.Exec(ctx, argv, platform.ExecIO{Stdin: inR, Stdout: outW, Stderr: s.stderr})
 		outW.CloseWithError(io.EOF)
 		inR.Close()
 		s.done <- err
+		close(s.exited)
 	}()
 	go func() {
 		defer close(s.events)
@@ -52,22 +118,78 @@ func Start(ctx context.Context, inst platform.Instance, workloadName, params str
 			if !strings.HasPrefix(line, "{") {
 				continue // tolerate noise a platform may add (e.g. a shell banner)
 			}
+			s.last.Store(time.Now().UnixNano())
 			var ev agentproto.Event
 			if err := json.Unmarshal([]byte(line), &ev); err != nil {
 				s.events <- agentproto.Event{Event: agentproto.EvError, Error: fmt.Sprintf("agent printed malformed JSON: %v", err)}
 				continue
 			}
+			switch ev.Event {
+			case agentproto.EvHeartbeat:
+				if s.phase.Load() == PhaseStarting {
+					s.phase.CompareAndSwap(PhaseStarting, PhaseSetup)
+				}
+				continue // proof of life only; never queued
+			case agentproto.EvReady:
+				s.phase.Store(PhaseBarrier)
+			case agentproto.EvStarted:
+				s.phase.Store(PhaseRunning)
+			case agentproto.EvResult:
+				s.phase.Store(PhaseReport)
+			}
 			s.events <- ev
 		}
 		io.Copy(io.Discard, outR)
 	}()
+	go s.watch(ctx)
 	return s
 }
 
-// next waits for the next event, or reports why none will come.
+// watch closes stalled when the agent stays silent too long, until the
+// exec ends or ctx is done.
+func (s *Session) watch(ctx context.Context) {
+	tick := min(s.opts.Silence, s.opts.FirstEvent) / 10
+	t := time.NewTicker(max(tick, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.exited:
+			return
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			last := s.last.Load()
+			var silent time.Duration
+			if last == 0 {
+				if silent = now.Sub(s.begun); silent < s.opts.FirstEvent {
+					continue
+				}
+			} else if silent = now.Sub(time.Unix(0, last)); silent < s.opts.Silence {
+				continue
+			}
+			s.stall = &StallError{Instance: s.id, Phase: s.Phase(), Silent: silent}
+			close(s.stalled)
+			return
+		}
+	}
+}
+
+// Phase says what the agent is doing, as far as the host knows.
+func (s *Session) Phase() string { return s.phase.Load().(string) }
+
+// next waits for the next event, or reports why none will come. Errors
+// caused by ctx wrap its cause (context.Canceled when interrupted) and
+// name the instance and its phase.
 func (s *Session) next(ctx context.Context) (agentproto.Event, error) {
+	if err := s.ctxErr(ctx); err != nil {
+		return agentproto.Event{}, err
+	}
 	select {
 	case ev, ok := <-s.events:
+		if err := s.ctxErr(ctx); err != nil {
+			// the agent's end may be a consequence of ctx (its exec killed)
+			return agentproto.Event{}, err
+		}
 		if !ok {
 			err := <-s.done
 			s.done <- err
@@ -80,9 +202,20 @@ func (s *Session) next(ctx context.Context) (agentproto.Event, error) {
 			return agentproto.Event{}, s.wrap(errors.New(ev.Error))
 		}
 		return ev, nil
+	case <-s.stalled:
+		return agentproto.Event{}, s.stall
 	case <-ctx.Done():
-		return agentproto.Event{}, ctx.Err()
+		return agentproto.Event{}, s.ctxErr(ctx)
 	}
+}
+
+// ctxErr is nil while ctx is live, else ctx's cause with the instance and
+// what it was doing.
+func (s *Session) ctxErr(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return fmt.Errorf("instance %s while %s: %w", s.id, s.Phase(), context.Cause(ctx))
 }
 
 func (s *Session) wrap(err error) error {
@@ -144,8 +277,10 @@ func (s *Session) Result(ctx context.Context) ([]sample.Metric, map[string]strin
 		if err != nil {
 			return nil, nil, s.wrap(err)
 		}
+	case <-s.stalled:
+		return nil, nil, s.stall
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return nil, nil, s.ctxErr(ctx)
 	}
 	for _, m := range ev.Metrics {
 		if err := m.Validate(); err != nil {

@@ -4,11 +4,15 @@
 // sides import it; it imports nothing of theirs.
 package agentproto
 
-import "github.com/isobench/isobench/internal/sample"
+import (
+	"time"
+
+	"github.com/isobench/isobench/internal/sample"
+)
 
 // Event is one line of agent output.
 type Event struct {
-	Event   string            `json:"event"` // hello, ready, started, result, error
+	Event   string            `json:"event"` // hello, heartbeat, ready, started, result, error
 	Metrics []sample.Metric   `json:"metrics,omitempty"`
 	Tags    map[string]string `json:"tags,omitempty"`
 	Error   string            `json:"error,omitempty"`
@@ -21,7 +25,14 @@ const (
 	EvStarted = "started"
 	EvResult  = "result"
 	EvError   = "error"
+	// EvHeartbeat is written every HeartbeatInterval from the start of
+	// "agent run" until its result, whatever the workload is doing, so
+	// the host can tell a slow instance from a hung or stopped one.
+	EvHeartbeat = "heartbeat"
 )
+
+// HeartbeatInterval is how often the agent writes EvHeartbeat.
+const HeartbeatInterval = time.Second
 
 // GoLine releases the barrier.
 const GoLine = "go"

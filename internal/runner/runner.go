@@ -93,8 +93,24 @@ type Runner struct {
 	// Token makes instance names unique across stores and processes; it is
 	// also put on every instance as the label RunLabel.
 	Token string
+	// FailFast ends the run at the first failed repetition. Otherwise a
+	// failed repetition fails its cell on that platform only: the failure
+	// is recorded with its reason (Failures, and the sink when it is a
+	// FailureSink) and the run goes on with the other cells.
+	FailFast bool
+	// Silence is how long an agent may go without a heartbeat before its
+	// repetition is given up on as hung (0: agenthost.DefaultSilence).
+	Silence time.Duration
+	// MinRunBound is the least time the timed part of an agent workload
+	// is given: it is given up on after max(MinRunBound, 3× its duration
+	// parameter). 0 means 10 s.
+	MinRunBound time.Duration
 
-	seq atomic.Int64
+	seq       atomic.Int64
+	mu        sync.Mutex
+	failures  []Failure
+	removals  []Removal
+	storeErrs []error
 }
 
 // RunLabel is the label carrying the runner's Token on every instance.
@@ -132,9 +148,13 @@ func (p Plan) Validate() error {
 	return nil
 }
 
-// Run executes the plan. It returns the first error (a failed repetition,
-// a cancelled context); samples of finished repetitions are already in the
-// sink. Every instance created is closed before Run returns.
+// Run executes the plan; samples of finished repetitions are in the sink
+// as soon as each one ends. A failed repetition fails its cell on that
+// platform: the rest of the plan still runs and Run returns *CellsFailed at
+// the end (with FailFast, the first failure at once). A cancelled ctx ends
+// the run with an error wrapping ctx's error, whatever the instances
+// reported while they were being stopped. Every instance created is
+// closed before Run returns; those that could not be are in Removals.
 func (r *Runner) Run(ctx context.Context, p Plan) error {
 	if err := p.Validate(); err != nil {
 		return err
@@ -151,9 +171,13 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 		for _, n := range p.Instances {
 			cell := Cell{Workload: job.Def.Name, Params: job.Params.String(), Instances: n}
 			values := map[string][]float64{}
+			failed := map[string]bool{} // targets this cell gave up on
 			stopped := false
-			for rep := -p.Warmup; rep < p.Reps; rep++ {
+			for rep := -p.Warmup; rep < p.Reps && len(failed) < len(p.Targets); rep++ {
 				for _, t := range rotate(p.Targets, rep+p.Warmup) {
+					if failed[t.Label] {
+						continue
+					}
 					if r.Progress != nil {
 						r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start)})
 					}
@@ -165,7 +189,25 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 						}
 					}
 					if err != nil {
-						return fmt.Errorf("%s on %s, %d instance(s), rep %d: %w", job.Def.Name, t.Label, n, rep, err)
+						where := fmt.Sprintf("%s on %s, %d instance(s), %s", job.Def.Name, t.Label, n, repName(rep))
+						if ctx.Err() != nil {
+							// stopped by the user: what the instances said
+							// while being stopped is a consequence
+							return interrupted(ctx, where, err)
+						}
+						f := Failure{Cell: cell, Target: t.Label, Rep: rep, Class: classify(err), Err: err}
+						r.record(ctx, t, job, n, f)
+						if r.FailFast {
+							return fmt.Errorf("%s: %w", where, err)
+						}
+						failed[t.Label] = true
+						delete(values, t.Label)
+						total -= p.Reps - rep - 1 // this target's repetitions left in the cell
+						if r.Progress != nil {
+							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start),
+								Note: fmt.Sprintf("failed: %s: %v (going on with the rest)", where, err)})
+						}
+						continue
 					}
 					done++
 					if rep >= 0 {
@@ -175,9 +217,9 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 					}
 				}
 				if rep >= 0 && p.Auto != nil && rep+1 < p.Reps {
-					if stop, why := p.Auto(cell, values); stop {
+					if stop, why := p.Auto(cell, values); stop && len(values) > 0 {
 						stopped = true
-						total -= (p.Reps - rep - 1) * len(p.Targets)
+						total -= (p.Reps - rep - 1) * (len(p.Targets) - len(failed))
 						if r.Progress != nil {
 							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start), Note: why})
 						}
@@ -185,14 +227,33 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 					}
 				}
 			}
-			if p.Auto != nil && !stopped && r.Progress != nil {
+			if p.Auto != nil && !stopped && len(failed) < len(p.Targets) && r.Progress != nil {
 				r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Rep: p.Reps - 1, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start),
 					Note: fmt.Sprintf("%s ×%d: the cap of %d repetitions was reached before the target precision", cell.Workload, cell.Instances, p.Reps)})
 			}
 			ci++
 		}
 	}
-	return nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var err error
+	if len(r.failures) > 0 {
+		err = &CellsFailed{Failures: append([]Failure(nil), r.failures...)}
+	}
+	if len(r.storeErrs) > 0 {
+		err = errors.Join(err, fmt.Errorf("failures could not be stored: %w", errors.Join(r.storeErrs...)))
+	}
+	return err
+}
+
+// interrupted is the error of a run stopped through ctx: it wraps ctx's
+// error (context.Canceled for Ctrl-C), so the run counts as interrupted
+// even when an instance reported its own end first, as a string.
+func interrupted(ctx context.Context, where string, err error) error {
+	if errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return fmt.Errorf("%s: %w (while stopping: %v)", where, ctx.Err(), err)
 }
 
 // rotate returns the targets in the order of round k: every round runs
@@ -231,7 +292,8 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 	if job.Def.Timeout != nil {
 		timeout = job.Def.Timeout(job.Params)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout+r.InstanceTimeout)
+	bound := timeout + r.InstanceTimeout
+	ctx, cancel := context.WithTimeoutCause(ctx, bound, &BoundError{What: fmt.Sprintf("the repetition (the workload's timeout of %v and %v to create and remove instances)", timeout, r.InstanceTimeout), Bound: bound})
 	defer cancel()
 	base := t.Base
 	base.Image = p.Image
@@ -264,7 +326,7 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 	if job.Def.Host != nil {
 		results, err = job.Def.Host(ctx, job.Params, workload.HostEnv{Platform: t.Platform, Base: base, Instances: n, NewName: r.name})
 	} else {
-		results, skew, err = r.agentRep(ctx, t, base, job, n)
+		results, skew, err = r.agentRep(ctx, t, base, job, n, rep)
 	}
 	dur := time.Since(start)
 	if err != nil {
@@ -305,20 +367,21 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 }
 
 // agentRep creates n instances, runs the agent workload in each, releases
-// them together and collects their metrics. Instances are always closed.
-func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job Job, n int) ([]workload.InstanceResult, time.Duration, error) {
+// them together and collects their metrics. Instances are always closed;
+// those that cannot be are recorded as failed removals.
+func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job Job, n, rep int) ([]workload.InstanceResult, time.Duration, error) {
 	insts := make([]platform.Instance, n)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.InstanceTimeout)
 		defer cancel()
-		var wg sync.WaitGroup
-		for _, in := range insts {
-			if in != nil {
-				wg.Add(1)
-				go func() { defer wg.Done(); in.Close(cctx) }()
+		par.Each(n, func(i int) error {
+			if in := insts[i]; in != nil {
+				if err := in.Close(cctx); err != nil {
+					r.removalFailed(ctx, t, job, n, rep, in.ID(), err)
+				}
 			}
-		}
-		wg.Wait()
+			return nil
+		})
 	}()
 	if err := par.Each(n, func(i int) error {
 		s := base
@@ -335,16 +398,29 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 	// Every exec ends with this context: cancelling it unblocks them all.
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g := agenthost.StartGroup(ectx, insts, job.Def.Name, job.Params.String())
+	g := agenthost.StartGroupWith(ectx, insts, job.Def.Name, job.Params.String(), agenthost.Options{Silence: r.Silence, FirstEvent: r.InstanceTimeout})
 	skew, err := g.Barrier(ectx)
 	if err != nil {
 		g.Abort()
-		return nil, 0, err
+		return nil, 0, explainOOM(ctx, insts, base.Memory, err)
 	}
-	ms, tags, err := g.Results(ectx)
+	// the timed part is bounded by the workload's duration, so a
+	// workload that hangs while its agent still beats is given up on too
+	rctx := ectx
+	if d, ok := expected(job); ok {
+		least := r.MinRunBound
+		if least <= 0 {
+			least = defaultMinRunBound
+		}
+		bound := max(least, runBoundFactor*d)
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeoutCause(ectx, bound, &BoundError{What: "the timed part", Bound: bound, Expected: d, Least: least})
+		defer cancel()
+	}
+	ms, tags, err := g.Results(rctx)
 	if err != nil {
 		g.Abort()
-		return nil, 0, err
+		return nil, 0, explainOOM(ctx, insts, base.Memory, err)
 	}
 	results := make([]workload.InstanceResult, n)
 	for i := range insts {

@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,9 @@ type barrierProbe struct {
 	ready    []time.Time
 	released []time.Time
 	n        int
+	// onRelease, when set, is called with the number of releases so far
+	// after each one.
+	onRelease func(n int)
 }
 
 func (b *barrierProbe) def() workload.Def {
@@ -52,6 +56,7 @@ func (b *barrierProbe) def() workload.Def {
 		Params: []workload.Param{
 			{Name: "fail", Kind: workload.Bool, Default: "false"},
 			{Name: "hang", Kind: workload.Bool, Default: "false"},
+			{Name: "duration", Kind: workload.Duration, Default: "10ms"},
 		},
 		Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
 			b.mu.Lock()
@@ -70,7 +75,11 @@ func (b *barrierProbe) def() workload.Def {
 			}
 			b.mu.Lock()
 			b.released = append(b.released, time.Now())
+			n, hook := len(b.released), b.onRelease
 			b.mu.Unlock()
+			if hook != nil {
+				hook(n)
+			}
 			if p.Bool("hang") {
 				<-ctx.Done()
 				return nil, ctx.Err()
@@ -146,7 +155,7 @@ func TestInterleavesPlatformsAndStoresEveryRep(t *testing.T) {
 		if s.RunID != 7 || s.Platform == "" || s.Workload != "probe" || s.Params == "" {
 			t.Fatalf("sample missing provenance: %+v", s)
 		}
-		key := s.Platform + " " + s.Metric + " " + itoa(s.Instances) + " " + itoa(s.Instance)
+		key := s.Platform + " " + s.Metric + " " + strconv.Itoa(s.Instances) + " " + strconv.Itoa(s.Instance)
 		if !s.Warmup {
 			count[key]++
 		}
@@ -168,13 +177,6 @@ func TestInterleavesPlatformsAndStoresEveryRep(t *testing.T) {
 	if count["a barrier_skew_ms 1 -1"] != 0 {
 		t.Errorf("skew recorded for a single instance")
 	}
-}
-
-func itoa(i int) string {
-	if i < 0 {
-		return "-" + itoa(-i)
-	}
-	return string(rune('0' + i))
 }
 
 type logLine struct {
@@ -264,18 +266,12 @@ func TestCancelStopsPromptlyAndCleansUp(t *testing.T) {
 	sink := &memSink{}
 	r := &runner.Runner{Sink: sink, RunID: 1}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for {
-			time.Sleep(10 * time.Millisecond)
-			probe.mu.Lock()
-			n := len(probe.released)
-			probe.mu.Unlock()
-			if n >= 6 { // the first rep finished, the second is hanging
-				cancel()
-				return
-			}
+	defer cancel()
+	probe.onRelease = func(n int) {
+		if n == 6 { // the first rep finished, the second is hanging
+			cancel()
 		}
-	}()
+	}
 	plan := runner.Plan{Targets: []runner.Target{{Label: "a", Name: "a", Platform: a}},
 		Jobs: []runner.Job{job(t, reg, "probe", nil), job(t, reg, "probe", map[string]string{"hang": "true"})}, Instances: []int{3}, Reps: 1}
 	start := time.Now()
@@ -296,11 +292,32 @@ func TestCancelStopsPromptlyAndCleansUp(t *testing.T) {
 
 func TestCreateErrorClosesTheOthers(t *testing.T) {
 	reg, a, _ := setup(t, cpu.Def)
-	a.CreateErr = errors.New("engine down")
+	// the second of three creates fails; the two made must be closed
+	a.FailCreate = func(nth int) error {
+		if nth == 2 {
+			return errors.New("engine down")
+		}
+		return nil
+	}
 	r := &runner.Runner{Sink: &memSink{}, RunID: 1}
 	plan := runner.Plan{Targets: []runner.Target{{Label: "a", Name: "a", Platform: a}}, Jobs: []runner.Job{job(t, reg, "cpu", map[string]string{"duration": "50ms"})}, Instances: []int{3}, Reps: 1}
 	if err := r.Run(context.Background(), plan); err == nil || !strings.Contains(err.Error(), "engine down") {
 		t.Fatalf("want engine down, got %v", err)
+	}
+	if a.Created() != 2 {
+		t.Fatalf("%d instances created, want the 2 whose create succeeded", a.Created())
+	}
+	if open := a.Open(); len(open) != 0 {
+		t.Fatalf("instances left open after a failed create: %v", open)
+	}
+	closed := 0
+	for _, l := range a.Log {
+		if strings.HasPrefix(l, "close ") {
+			closed++
+		}
+	}
+	if closed != 2 {
+		t.Fatalf("%d instances closed, want 2; log %q", closed, a.Log)
 	}
 }
 

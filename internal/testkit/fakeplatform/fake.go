@@ -5,6 +5,7 @@
 package fakeplatform
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,11 +26,24 @@ type Platform struct {
 	CreateErr error
 	// CreateDelay delays every Create.
 	CreateDelay time.Duration
+	// FailCreate, when set, is asked before every Create (nth counts from
+	// 1 in the order Create was called) and fails it with its error.
+	FailCreate func(nth int) error
+	// CloseErr, when set, is returned by every instance's Close (the
+	// instance counts as closed all the same).
+	CloseErr error
+	// OOM, when set, answers OOMKilled for the instance named name.
+	OOM func(name string) bool
+	// Freeze, when set to an agent event name, freezes the agent the
+	// moment it writes that event, as SIGSTOP would: that line and every
+	// later one stay unwritten until the exec's context ends.
+	Freeze string
 
 	mu      sync.Mutex
 	Log     []string // "create NAME", "exec NAME WORKLOAD", "close NAME", in order
 	open    map[string]bool
 	created int
+	calls   int
 }
 
 // Name implements platform.Platform.
@@ -83,6 +97,15 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instan
 	}
 	if p.CreateErr != nil {
 		return nil, p.CreateErr
+	}
+	p.mu.Lock()
+	p.calls++
+	nth := p.calls
+	p.mu.Unlock()
+	if p.FailCreate != nil {
+		if err := p.FailCreate(nth); err != nil {
+			return nil, err
+		}
 	}
 	p.mu.Lock()
 	if p.open == nil {
@@ -139,7 +162,11 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	if stdin == nil {
 		stdin = eofReader{}
 	}
-	code := agent.Main(ctx, in.p.Workloads, argv[2:], stdin, orDiscard(stdio.Stdout), orDiscard(stdio.Stderr))
+	stdout := orDiscard(stdio.Stdout)
+	if in.p.Freeze != "" {
+		stdout = &freezer{ctx: ctx, w: stdout, at: []byte(`"event":"` + in.p.Freeze + `"`)}
+	}
+	code := agent.Main(ctx, in.p.Workloads, argv[2:], stdin, stdout, orDiscard(stdio.Stderr))
 	if code != 0 {
 		return &platform.ExitError{Code: code, Argv: argv}
 	}
@@ -183,5 +210,36 @@ func (in *Instance) Close(context.Context) error {
 		in.p.log("close " + in.p.Label + " " + in.name)
 	}
 	in.closeDone()
+	if wasOpen {
+		return in.p.CloseErr
+	}
 	return nil
+}
+
+// OOMKilled implements platform.OOMReporter through Platform.OOM.
+func (in *Instance) OOMKilled(context.Context) (bool, error) {
+	if in.p.OOM == nil {
+		return false, nil
+	}
+	return in.p.OOM(in.name), nil
+}
+
+// freezer passes writes through until one contains at; from then on every
+// write blocks until ctx ends.
+type freezer struct {
+	ctx    context.Context
+	w      io.Writer
+	at     []byte
+	frozen bool
+}
+
+func (f *freezer) Write(p []byte) (int, error) {
+	if !f.frozen && bytes.Contains(p, f.at) {
+		f.frozen = true
+	}
+	if f.frozen {
+		<-f.ctx.Done()
+		return 0, f.ctx.Err()
+	}
+	return f.w.Write(p)
 }
