@@ -16,16 +16,12 @@ package gvisor
 import (
 	"context"
 	"debug/buildinfo"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/hostnet"
@@ -61,17 +57,17 @@ const DockerRuntimeJSON = `{"runtimes": {"runsc": {"path": "/usr/local/bin/runsc
 
 // Platform runs gVisor sandboxes.
 type Platform struct {
+	*local.Host
 	sandbox string // runsc --platform
 	network string // default network mode
 	root    string // runsc --root state directory
-	env     platform.Env
-	rootfs  *local.Rootfs
 }
 
 // New makes a gvisor platform from its options.
 func New(ctx context.Context, o platform.Options, env platform.Env) (*Platform, error) {
-	if env.AgentBinary == "" || env.StateDir == "" {
-		return nil, errors.New("gvisor: needs an agent binary and a state directory")
+	h, err := local.NewHost("gvisor", Code, env)
+	if err != nil {
+		return nil, err
 	}
 	sb := o.Extra["platform"]
 	switch sb {
@@ -84,16 +80,10 @@ func New(ctx context.Context, o platform.Options, env platform.Env) (*Platform, 
 	if _, err := runscNetwork(o.Base.Network); err != nil {
 		return nil, err
 	}
-	if err := checkStorage(o.Base.Storage); err != nil {
+	if err := h.CheckStorage(o.Base.Storage); err != nil {
 		return nil, err
 	}
-	return &Platform{
-		sandbox: sb,
-		network: o.Base.Network,
-		root:    filepath.Join(hostnet.RunDir, Binary),
-		env:     env,
-		rootfs:  &local.Rootfs{Env: env},
-	}, nil
+	return &Platform{Host: h, sandbox: sb, network: o.Base.Network, root: filepath.Join(hostnet.RunDir, Binary)}, nil
 }
 
 // runscNetwork maps a network mode to runsc's --network.
@@ -109,17 +99,6 @@ func runscNetwork(n string) (string, error) {
 	return "", fmt.Errorf("gvisor: network=%q is %w (use none, host or bridge)", n, platform.ErrUnsupported)
 }
 
-func checkStorage(s string) error {
-	switch s {
-	case "", platform.StorageRootfs, platform.StorageVolume:
-		return nil
-	}
-	return fmt.Errorf("gvisor: storage=%q is %w (use rootfs or volume)", s, platform.ErrUnsupported)
-}
-
-// Name implements platform.Platform.
-func (p *Platform) Name() string { return "gvisor" }
-
 // command returns runsc's argv with the global flags for a network mode.
 func (p *Platform) command(runscNet string, args ...string) []string {
 	return append([]string{Binary, "--root", p.root, "--platform=" + p.sandbox, "--network=" + runscNet}, args...)
@@ -130,9 +109,8 @@ func (p *Platform) Available(ctx context.Context) error {
 	if _, err := exec.LookPath(Binary); err != nil {
 		return fmt.Errorf("gvisor: runsc is not installed: run %s", InstallHint)
 	}
-	b, _ := os.ReadFile("/proc/filesystems")
-	if !strings.Contains(string(b), "\toverlay\n") {
-		return errors.New("gvisor: the kernel has no overlay file system (modprobe overlay)")
+	if err := p.CheckOverlay(); err != nil {
+		return err
 	}
 	if p.sandbox == "kvm" {
 		if _, err := os.Stat("/dev/kvm"); err != nil {
@@ -187,23 +165,11 @@ func (p *Platform) Facts(ctx context.Context) map[string]string {
 	return f
 }
 
-// Prepare builds the profile's root file system (once per content digest).
-func (p *Platform) Prepare(ctx context.Context, profile string) error {
-	_, err := p.rootfs.Dir(ctx, profile)
-	return err
-}
-
 var _ platform.Preparer = (*Platform)(nil)
-
-// Close implements platform.Platform; instances are closed by their owner.
-func (p *Platform) Close(ctx context.Context) error { return nil }
 
 // Create writes the bundle and starts `runsc run`, returning once the main
 // process has started (or already ended).
 func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Instance, err error) {
-	if err := checkStorage(s.Storage); err != nil {
-		return nil, err
-	}
 	if s.Network == platform.NetDefault {
 		s.Network = p.network
 	}
@@ -211,207 +177,80 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	if err != nil {
 		return nil, err
 	}
-	lower, err := p.rootfs.Dir(ctx, s.Image)
+	in := &Instance{p: p, rnet: rnet}
+	in.Instance, err = p.Begin(ctx, s, local.Setup{DefaultNetwork: platform.NetNone, Netns: true, PhaseFIFO: true}, in)
 	if err != nil {
-		return nil, fmt.Errorf("gvisor: %w", err)
+		return nil, err
 	}
-	id := local.NewID(Code)
-	in := &Instance{p: p, id: id, spec: s, rnet: rnet, dir: local.InstanceDir(p.env.StateDir, id), done: make(chan struct{}), network: s.Network}
-	if in.network == platform.NetDefault {
-		in.network = platform.NetNone
+	defer in.Undo(ctx, &err)
+	b := runc.Bundle{ID: in.ID(), Rootfs: in.Overlay.Merged, Volume: in.Volume, HostNet: in.Network == platform.NetHost, PhaseFIFO: in.PhaseFIFO}
+	if in.Netns != nil {
+		b.NetnsPath = in.Netns.Path()
 	}
-	defer func() {
-		if err != nil {
-			in.Close(context.WithoutCancel(ctx))
-		}
-	}()
-	if err := os.MkdirAll(in.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("gvisor: %w", err)
-	}
-	if in.overlay, err = local.MountOverlay(lower, in.dir); err != nil {
-		return nil, fmt.Errorf("gvisor: %w", err)
-	}
-	b := runc.Bundle{ID: id, Rootfs: in.overlay.Merged, HostNet: in.network == platform.NetHost}
-	if s.Storage == platform.StorageVolume {
-		b.Volume = filepath.Join(in.dir, "volume")
-		if err := os.Mkdir(b.Volume, 0o777); err != nil {
-			return nil, fmt.Errorf("gvisor: volume: %w", err)
-		}
-	}
-	if in.network == platform.NetBridge {
-		if in.netns, err = local.NewBridgeNetns(ctx, hostnet.Default(p.env.StateDir), id); err != nil {
-			return nil, fmt.Errorf("gvisor: %w", err)
-		}
-		b.NetnsPath = in.netns.Path()
-	}
-	// phases: OCI hooks write a line to a FIFO, opened read-write here so
-	// that neither side blocks on open
-	b.PhaseFIFO = filepath.Join(in.dir, "phases")
-	if err := syscall.Mkfifo(b.PhaseFIFO, 0o600); err != nil {
-		return nil, fmt.Errorf("gvisor: phase fifo: %w", err)
-	}
-	phases, err := os.OpenFile(b.PhaseFIFO, os.O_RDWR, 0)
-	if err != nil {
-		return nil, fmt.Errorf("gvisor: phase fifo: %w", err)
-	}
-	defer phases.Close()
-	if err := b.Write(in.dir, s); err != nil {
+	if err := b.Write(in.Dir, s); err != nil {
 		return nil, fmt.Errorf("gvisor: %w", err)
 	}
 	if err := os.MkdirAll(p.root, 0o700); err != nil {
 		return nil, fmt.Errorf("gvisor: %w", err)
 	}
-
-	argv := p.command(rnet, "run", "--bundle", in.dir, id)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if err := local.StartMain(cmd, s.MainStdout, &in.stderr, &in.mainErr, in.done); err != nil {
-		return nil, fmt.Errorf("runsc run: %w", err)
+	argv := p.command(rnet, "run", "--bundle", in.Dir, in.ID())
+	if err := in.Start(exec.Command(argv[0], argv[1:]...)); err != nil {
+		return nil, err
 	}
-	in.main = cmd
-
-	got := make(chan string, 2)
-	go local.ReadPhases(phases, s.Phase, got)
-	for {
-		select {
-		case ph := <-got:
-			if ph == "started" {
-				return in, nil
-			}
-		case <-in.done:
-			if len(s.Main) == 0 {
-				return nil, fmt.Errorf("runsc run %s ended at once: %v: %s", id, in.mainErr, in.stderr.String())
-			}
-			code, _ := local.ExitStatus(in.mainErr)
-			if code != 0 && strings.Contains(in.stderr.String(), "creating container") {
-				return nil, fmt.Errorf("runsc run %s: %s", id, in.stderr.String())
-			}
-			return in, nil // a short main process; Wait reports its status
-		case <-ctx.Done():
-			return nil, fmt.Errorf("runsc run %s: %w", id, ctx.Err())
+	started, err := in.WaitPhase(ctx, "started")
+	switch {
+	case err != nil:
+		return nil, err
+	case started:
+	case len(s.Main) == 0:
+		return nil, in.EndedAtOnce("")
+	default:
+		code, _ := local.ExitStatus(in.MainErr)
+		if code != 0 && strings.Contains(in.Stderr.String(), "creating container") {
+			return nil, fmt.Errorf("runsc run %s: %s", in.ID(), in.Stderr.String())
 		}
 	}
+	return in, nil // a short main process's status is Wait's
 }
 
-// Instance is one gVisor sandbox.
+// Instance is one gVisor sandbox ("isob-g...").
 type Instance struct {
-	p       *Platform
-	id      string
-	spec    platform.Spec
-	rnet    string // runsc --network
-	dir     string
-	network string
-	overlay *local.Overlay
-	netns   *local.Netns
-	main    *exec.Cmd
-	mainErr error
-	stderr  local.TailBuffer
-	done    chan struct{}
-
-	mu     sync.Mutex
-	closed bool
-}
-
-// ID is the container id ("isob-g...").
-func (in *Instance) ID() string { return in.id }
-
-func (in *Instance) isClosed() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.closed
+	*local.Instance
+	p    *Platform
+	rnet string // runsc --network
 }
 
 // Exec runs argv in the sandbox with `runsc exec`, stdio passed through;
 // cancelling ctx kills runsc exec (and so the process in the sandbox).
 func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
-	if len(argv) == 0 {
-		return errors.New("gvisor: empty command")
+	if err := in.CheckExec(argv); err != nil {
+		return err
 	}
-	if in.isClosed() {
-		return fmt.Errorf("gvisor: instance %s is closed", in.id)
-	}
-	args := []string{"exec", "--cwd", "/"}
-	for _, e := range local.Env() {
-		args = append(args, "--env", e)
-	}
-	args = append(append(args, in.id), local.GuestArgv(argv)...)
-	full := in.p.command(in.rnet, args...)
+	full := in.p.command(in.rnet, runc.ExecArgs(in.ID(), argv)...)
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
 	return local.Run(ctx, cmd, argv, "runsc exec")
 }
 
-// CopyIn writes the host file into the sandbox through exec (so it also
-// lands in a volume mounted there).
-func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
-	return local.CopyIn(ctx, in.Exec, "gvisor", hostPath, guestPath, mode)
-}
-
-// Address is the bridge lease, loopback with the host network, "" for none.
-func (in *Instance) Address(ctx context.Context) (string, error) {
-	switch {
-	case in.netns != nil:
-		return in.netns.Addr.String(), nil
-	case in.network == platform.NetHost:
-		return "127.0.0.1", nil
-	}
-	return "", nil
-}
-
 // Facts implements platform.Instance.
 func (in *Instance) Facts(ctx context.Context) map[string]string {
-	f := map[string]string{"runtime": Binary, "gvisor_platform": in.p.sandbox, "gvisor_network": in.rnet,
-		"network": in.network, "storage": "overlay", "id": in.id, "cgroup": "/isobench/" + in.id}
-	if in.spec.Storage == platform.StorageVolume {
-		f["storage"] = "overlay+bind-volume"
-	}
-	if in.spec.CPUs > 0 {
-		f["cpus"] = strconv.FormatFloat(in.spec.CPUs, 'f', -1, 64)
-		f["cpu_quota_us"] = strconv.FormatInt(int64(in.spec.CPUs*runc.CFSPeriod), 10)
-		f["cpu_period_us"] = strconv.Itoa(runc.CFSPeriod)
-	}
-	if in.spec.Memory > 0 {
-		f["memory"] = strconv.FormatInt(in.spec.Memory, 10)
-	}
+	f := in.Instance.Facts(ctx)
+	f["runtime"] = Binary
+	f["gvisor_platform"] = in.p.sandbox
+	f["gvisor_network"] = in.rnet
+	f["cgroup"] = "/isobench/" + in.ID()
 	return f
 }
 
-// Wait waits for the main process's exit status.
-func (in *Instance) Wait(ctx context.Context) (int, error) {
-	return local.WaitExit(ctx, in.done, &in.mainErr, in.closedIdle, "runsc run")
+// Stop implements local.Engine: `runsc kill`.
+func (in *Instance) Stop(ctx context.Context) {
+	kill := in.p.command(in.rnet, "kill", in.ID(), "KILL")
+	exec.CommandContext(ctx, kill[0], kill[1:]...).Run()
 }
 
-// closedIdle reports an idle instance (no Spec.Main) that was closed.
-func (in *Instance) closedIdle() bool { return in.isClosed() && len(in.spec.Main) == 0 }
-
-// Close kills the sandbox, deletes it and removes its netns, overlay and
-// directory. It is safe to call more than once.
-func (in *Instance) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
-		return nil
-	}
-	in.closed = true
-	in.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	if in.main != nil {
-		kill := in.p.command(in.rnet, "kill", in.id, "KILL")
-		exec.CommandContext(ctx, kill[0], kill[1:]...).Run()
-		local.AwaitExit(in.done, in.main.Process.Pid, 10*time.Second)
-	}
-	err := local.Teardown(
-		func() error {
-			return local.RemoveCommand(ctx, in.p.command(in.rnet, "delete", "--force", in.id), "runsc delete "+in.id)
-		},
-		func() error { return in.netns.Close(ctx) },
-		in.overlay.Unmount,
-		local.RemoveAll(in.dir),
-	)
-	if in.main == nil {
-		close(in.done)
-	}
-	return err
+// Remove implements local.Engine: `runsc delete --force`.
+func (in *Instance) Remove(ctx context.Context) error {
+	return local.RemoveCommand(ctx, in.p.command(in.rnet, "delete", "--force", in.ID()), "runsc delete "+in.ID())
 }
 
 // Leftovers lists what gvisor instances left on this host: containers in

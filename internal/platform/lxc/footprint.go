@@ -21,36 +21,36 @@ var _ platform.Footprinter = (*Instance)(nil)
 // monitor, as the engine: LXC has no daemon.
 func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	var fp platform.Footprint
-	out, err := exec.CommandContext(ctx, "lxc-info", "-n", in.id, "-P", in.p.lxcpath, "-p", "-H").Output()
+	out, err := exec.CommandContext(ctx, "lxc-info", "-n", in.ID(), "-P", in.p.lxcpath, "-p", "-H").Output()
 	if err != nil {
-		return fp, fmt.Errorf("lxc-info %s: %w", in.id, err)
+		return fp, fmt.Errorf("lxc-info %s: %w", in.ID(), err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil || pid <= 0 {
-		return fp, fmt.Errorf("lxc-info %s: no init pid in %q (is it running?)", in.id, out)
+		return fp, fmt.Errorf("lxc-info %s: no init pid in %q (is it running?)", in.ID(), out)
 	}
 	mem, cpu, err := platform.ProcessCgroups(pid)
 	if err != nil {
-		return fp, fmt.Errorf("lxc %s: %w", in.id, err)
+		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
 	}
 	if fp.MemoryBytes, err = platform.CgroupMemory(mem); err != nil {
-		return fp, fmt.Errorf("lxc %s: %w", in.id, err)
+		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
 	}
 	if fp.CPUSeconds, err = platform.CgroupCPU(cpu); err != nil {
-		return fp, fmt.Errorf("lxc %s: %w", in.id, err)
+		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
 	}
-	for _, d := range []string{filepath.Join(in.dir, "upper"), filepath.Join(in.dir, "volume")} {
+	for _, d := range []string{filepath.Join(in.Dir, "upper"), filepath.Join(in.Dir, "volume")} {
 		du, err := platform.DiskUsage(d)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // no volume
 		}
 		if err != nil {
-			return fp, fmt.Errorf("lxc %s: %w", in.id, err)
+			return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
 		}
 		fp.DiskBytes += du
 	}
-	if in.main != nil && in.main.Process != nil {
-		fp.EnginePIDs = []int{in.main.Process.Pid}
+	if in.Main != nil && in.Main.Process != nil {
+		fp.EnginePIDs = []int{in.Main.Process.Pid}
 	}
 	return fp, nil
 }

@@ -27,9 +27,7 @@
 package lxc
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -38,7 +36,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -51,8 +48,7 @@ import (
 // Code is the letter LXC's host objects carry after local.Prefix.
 const Code = "l"
 
-// cfsPeriod is the CFS period for CPU quotas, in µs.
-const cfsPeriod = 100000
+const cfsPeriod = local.CFSPeriod
 
 // Factory registers the LXC platform.
 var Factory = platform.Factory{
@@ -63,35 +59,24 @@ var Factory = platform.Factory{
 
 // Platform runs LXC containers under StateDir/lxc.
 type Platform struct {
-	env     platform.Env
-	rootfs  *local.Rootfs
+	*local.Host
 	lxcpath string
 }
 
 // New checks the options.
 func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
-	if env.AgentBinary == "" || env.StateDir == "" {
-		return nil, errors.New("lxc: needs an agent binary and a state directory")
-	}
-	if err := checkNetwork(o.Base.Network); err != nil {
+	h, err := local.NewHost("lxc", Code, env)
+	if err != nil {
 		return nil, err
 	}
-	return &Platform{env: env, rootfs: &local.Rootfs{Env: env}, lxcpath: LXCPath(env.StateDir)}, nil
+	if err := h.CheckNetwork(o.Base.Network); err != nil {
+		return nil, err
+	}
+	return &Platform{Host: h, lxcpath: LXCPath(env.StateDir)}, nil
 }
 
 // LXCPath is the lxcpath (-P) isobench's containers live in.
 func LXCPath(stateDir string) string { return filepath.Join(stateDir, "lxc") }
-
-func checkNetwork(n string) error {
-	switch n {
-	case platform.NetDefault, platform.NetNone, platform.NetHost, platform.NetBridge:
-		return nil
-	}
-	return fmt.Errorf("lxc: network=%q is %w (use bridge, host or none)", n, platform.ErrUnsupported)
-}
-
-// Name implements platform.Platform.
-func (p *Platform) Name() string { return "lxc" }
 
 // Available checks the lxc tools and that they run.
 func (p *Platform) Available(ctx context.Context) error {
@@ -103,22 +88,13 @@ func (p *Platform) Available(ctx context.Context) error {
 	if out, err := exec.CommandContext(ctx, "lxc-execute", "--version").CombinedOutput(); err != nil {
 		return fmt.Errorf("lxc does not run here (lxc-execute --version: %v: %s): apt-get install -y lxc", err, strings.TrimSpace(string(out)))
 	}
-	b, _ := os.ReadFile("/proc/filesystems")
-	if !strings.Contains(string(b), "\toverlay\n") {
-		return errors.New("lxc: the kernel has no overlay file system (modprobe overlay)")
-	}
-	return nil
+	return p.CheckOverlay()
 }
 
 // Facts implements platform.Platform.
 func (p *Platform) Facts(ctx context.Context) map[string]string {
-	f := map[string]string{"cgroup_version": strconv.Itoa(cgroup.Version()), "storage_driver": "overlay", "apparmor": strconv.FormatBool(apparmor())}
-	out, err := exec.CommandContext(ctx, "lxc-execute", "--version").Output()
-	if err != nil {
-		f["error"] = fmt.Sprintf("lxc-execute --version: %v", err)
-		return f
-	}
-	f["lxc_version"] = strings.TrimSpace(string(out))
+	f := p.HostFacts(ctx, "lxc_version", "", "lxc-execute", "--version")
+	f["apparmor"] = strconv.FormatBool(apparmor())
 	return f
 }
 
@@ -126,15 +102,6 @@ func apparmor() bool {
 	_, err := os.Stat("/sys/kernel/security/apparmor")
 	return err == nil
 }
-
-// Prepare builds the profile's root file system (once per content digest).
-func (p *Platform) Prepare(ctx context.Context, profile string) error {
-	_, err := p.rootfs.Dir(ctx, profile)
-	return err
-}
-
-// Close implements platform.Platform.
-func (p *Platform) Close(ctx context.Context) error { return nil }
 
 // containerConfig is what config needs besides the spec.
 type containerConfig struct {
@@ -213,68 +180,24 @@ func config(s platform.Spec, c containerConfig) string {
 // Create writes the container config and starts lxc-execute, returning
 // once the container's init is about to run (or already ended).
 func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Instance, err error) {
-	if err := checkNetwork(s.Network); err != nil {
+	in := &Instance{p: p}
+	in.Instance, err = p.Begin(ctx, s, local.Setup{DefaultNetwork: platform.NetBridge, Lease: true, PhaseFIFO: true}, in)
+	if err != nil {
 		return nil, err
 	}
-	switch s.Storage {
-	case "", platform.StorageRootfs, platform.StorageVolume:
-	default:
-		return nil, fmt.Errorf("lxc: storage=%q is %w", s.Storage, platform.ErrUnsupported)
-	}
-	lower, err := p.rootfs.Dir(ctx, s.Image)
-	if err != nil {
-		return nil, fmt.Errorf("lxc: %w", err)
-	}
-	id := local.NewID(Code)
-	in := &Instance{p: p, id: id, spec: s, dir: local.InstanceDir(p.env.StateDir, id), done: make(chan struct{}), network: s.Network}
-	if in.network == "" {
-		in.network = platform.NetBridge
-	}
-	defer func() {
-		if err != nil {
-			in.Close(context.WithoutCancel(ctx))
-		}
-	}()
-	if err := os.MkdirAll(in.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("lxc: %w", err)
-	}
-	if in.overlay, err = local.MountOverlay(lower, in.dir); err != nil {
-		return nil, fmt.Errorf("lxc: %w", err)
-	}
-	c := containerConfig{rootfs: in.overlay.Merged, network: in.network, cgroupV2: cgroup.Version() == 2, apparmor: apparmor()}
-	if s.Storage == platform.StorageVolume {
-		c.volume = filepath.Join(in.dir, "volume")
-		if err := os.Mkdir(c.volume, 0o777); err != nil {
-			return nil, fmt.Errorf("lxc: volume: %w", err)
-		}
-	}
-	if in.network == platform.NetBridge {
-		in.bridge = hostnet.Default(p.env.StateDir)
-		a, err := in.bridge.Lease(id)
-		if err != nil {
-			return nil, fmt.Errorf("lxc: %w", err)
-		}
-		in.addr = a
-		if err := local.EnsureBridge(ctx, in.bridge); err != nil {
-			return nil, fmt.Errorf("lxc: %w", err)
-		}
-		c.addr = netip.PrefixFrom(a, in.bridge.Prefix.Bits())
-		c.gateway = in.bridge.Gateway()
-		c.bridge = in.bridge.Name
+	defer in.Undo(ctx, &err)
+	id := in.ID()
+	c := containerConfig{rootfs: in.Overlay.Merged, volume: in.Volume, network: in.Network, cgroupV2: cgroup.Version() == 2, apparmor: apparmor()}
+	if in.Bridge != nil {
+		c.addr = netip.PrefixFrom(in.Addr, in.Bridge.Prefix.Bits())
+		c.gateway = in.Bridge.Gateway()
+		c.bridge = in.Bridge.Name
 		c.veth = local.VethName(id)
 	}
-	fifo := filepath.Join(in.dir, "phases")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		return nil, fmt.Errorf("lxc: phase fifo: %w", err)
-	}
-	phases, err := os.OpenFile(fifo, os.O_RDWR, 0)
-	if err != nil {
-		return nil, fmt.Errorf("lxc: phase fifo: %w", err)
-	}
-	defer phases.Close()
-	// LXC runs hooks with /bin/sh -c, appending the name, "lxc" and the
-	// hook type as words
-	c.hook = "echo created >" + fifo
+	// LXC runs a hook as /bin/sh -c "HOOK NAME lxc start-host" (the words
+	// are appended to the command string): ": " makes them a no-op, so
+	// the line written is exactly "created"
+	c.hook = "echo created >" + in.PhaseFIFO + "; :"
 	cdir := filepath.Join(p.lxcpath, id)
 	if err := os.MkdirAll(cdir, 0o755); err != nil {
 		return nil, fmt.Errorf("lxc: %w", err)
@@ -287,67 +210,46 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	args := []string{"-n", id, "-P", p.lxcpath, "-o", filepath.Join(in.dir, "lxc.log"), "-l", "ERROR", "--"}
+	args := []string{"-n", id, "-P", p.lxcpath, "-o", filepath.Join(in.Dir, "lxc.log"), "-l", "ERROR", "--"}
 	cmd := exec.Command("lxc-execute", append(args, local.MainArgv(s)...)...)
 	cmd.Dir = "/"
-	cmd.Stdout, cmd.Stderr = stdout, &in.stderr
+	cmd.Stdout, cmd.Stderr = stdout, &in.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("lxc-execute: %w", err)
 	}
-	in.main = cmd
+	in.Main = cmd
 	go func() {
-		in.mainErr = cmd.Wait()
-		close(in.done)
+		in.MainErr = cmd.Wait()
+		close(in.Done)
 	}()
-	got := make(chan time.Time, 1)
-	go func() {
-		sc := bufio.NewScanner(phases)
-		if sc.Scan() {
-			got <- time.Now()
-		}
-	}()
-	select {
-	case at := <-got:
+	// LXC has no hook after the start-host one: "started" is now
+	created, err := in.WaitPhase(ctx, "created")
+	switch {
+	case err != nil:
+		return nil, err
+	case created:
 		in.running = true
 		if s.Phase != nil {
-			s.Phase("created", at)
 			s.Phase("started", time.Now())
 		}
-		return in, nil
-	case <-in.done:
-		if len(s.Main) == 0 {
-			return nil, fmt.Errorf("lxc-execute %s ended at once: %v: %s%s", id, in.mainErr, in.stderr.String(), in.log())
-		}
-		return in, nil // Wait reports the status
-	case <-ctx.Done():
-		return nil, fmt.Errorf("lxc-execute %s: %w", id, ctx.Err())
+	case len(s.Main) == 0:
+		return nil, in.EndedAtOnce(in.log())
 	}
+	return in, nil // a short main process's status is Wait's
 }
 
-// Instance is one LXC container.
+// Instance is one LXC container; its id ("isob-l...") is the container
+// name.
 type Instance struct {
+	*local.Instance
 	p       *Platform
-	id      string
-	spec    platform.Spec
-	dir     string
-	network string
-	overlay *local.Overlay
-	bridge  *hostnet.Bridge
-	addr    netip.Addr
-	main    *exec.Cmd
-	mainErr error
 	running bool
-	stderr  local.TailBuffer
-	done    chan struct{}
-
-	mu     sync.Mutex
-	closed bool
 }
 
 // log returns LXC's error log for messages.
 func (in *Instance) log() string {
-	b, _ := os.ReadFile(filepath.Join(in.dir, "lxc.log"))
+	b, _ := os.ReadFile(filepath.Join(in.Dir, "lxc.log"))
 	if len(b) > 2048 {
 		b = b[len(b)-2048:]
 	}
@@ -357,26 +259,15 @@ func (in *Instance) log() string {
 	return ""
 }
 
-// ID is the container name ("isob-l...").
-func (in *Instance) ID() string { return in.id }
-
 // Exec runs argv in the container with lxc-attach and a clean environment.
 func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
-	if len(argv) == 0 {
-		return errors.New("lxc: empty command")
+	if err := in.CheckExec(argv); err != nil {
+		return err
 	}
-	in.mu.Lock()
-	closed := in.closed
-	in.mu.Unlock()
-	if closed || !in.running {
-		return fmt.Errorf("lxc: instance %s is not running", in.id)
+	if !in.running {
+		return fmt.Errorf("lxc: instance %s is not running", in.ID())
 	}
-	select {
-	case <-in.done:
-		return fmt.Errorf("lxc: instance %s has stopped", in.id)
-	default:
-	}
-	args := []string{"-n", in.id, "-P", in.p.lxcpath, "--clear-env"}
+	args := []string{"-n", in.ID(), "-P", in.p.lxcpath, "--clear-env"}
 	for _, e := range local.Env() {
 		args = append(args, "-v", e)
 	}
@@ -387,87 +278,29 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	return local.Run(ctx, cmd, argv, "lxc-attach")
 }
 
-// CopyIn writes the host file into the container through exec.
-func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
-	return local.CopyIn(ctx, in.Exec, "lxc", hostPath, guestPath, mode)
-}
-
-// Address is the bridge lease, loopback with the host network, "" for none.
-func (in *Instance) Address(ctx context.Context) (string, error) {
-	switch {
-	case in.addr.IsValid():
-		return in.addr.String(), nil
-	case in.network == platform.NetHost:
-		return "127.0.0.1", nil
-	}
-	return "", nil
-}
-
 // Facts implements platform.Instance.
 func (in *Instance) Facts(ctx context.Context) map[string]string {
-	f := map[string]string{"network": in.network, "storage": "overlay", "container": in.id}
-	if in.spec.Storage == platform.StorageVolume {
-		f["storage"] = "overlay+bind-volume"
-	}
-	if in.spec.CPUs > 0 {
-		f["cpus"] = strconv.FormatFloat(in.spec.CPUs, 'f', -1, 64)
-		f["cpu_quota_us"] = strconv.FormatInt(int64(in.spec.CPUs*cfsPeriod), 10)
-	}
-	if in.spec.Memory > 0 {
-		f["memory"] = strconv.FormatInt(in.spec.Memory, 10)
-	}
+	f := in.Instance.Facts(ctx)
+	f["container"] = in.ID()
 	return f
 }
 
-// Wait waits for lxc-execute and returns the main process's status.
-func (in *Instance) Wait(ctx context.Context) (int, error) {
-	return local.WaitExit(ctx, in.done, &in.mainErr, in.closedIdle, "lxc-execute")
+// Stop implements local.Engine: lxc-stop -k.
+func (in *Instance) Stop(ctx context.Context) {
+	exec.CommandContext(ctx, "lxc-stop", "-n", in.ID(), "-P", in.p.lxcpath, "-k").Run()
 }
 
-// closedIdle reports an idle instance (no Spec.Main) that was closed.
-func (in *Instance) closedIdle() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.closed && len(in.spec.Main) == 0
-}
-
-// Close stops the container (lxc-stop -k), waits for lxc-execute, and
-// removes the container directory, veth, lease, overlay and files.
-func (in *Instance) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
-		return nil
-	}
-	in.closed = true
-	in.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	if in.main != nil {
-		select {
-		case <-in.done:
-		default:
-			exec.CommandContext(ctx, "lxc-stop", "-n", in.id, "-P", in.p.lxcpath, "-k").Run()
-		}
-		local.AwaitExit(in.done, in.main.Process.Pid, 10*time.Second)
-	} else {
-		close(in.done)
-	}
+// Remove implements local.Engine: the veth LXC made and the container
+// directory (not lxc-destroy, which would empty the rootfs directory).
+func (in *Instance) Remove(ctx context.Context) error {
 	return local.Teardown(
 		func() error {
-			if in.bridge == nil {
+			if in.Bridge == nil {
 				return nil
 			}
-			return hostnet.DeleteLink(ctx, local.VethName(in.id))
+			return hostnet.DeleteLink(ctx, local.VethName(in.ID()))
 		},
-		func() error {
-			if in.bridge == nil || !in.addr.IsValid() {
-				return nil
-			}
-			return local.ReleaseLease(ctx, in.bridge, in.addr)
-		},
-		in.overlay.Unmount,
-		local.RemoveAll(filepath.Join(in.p.lxcpath, in.id), in.dir),
+		local.RemoveAll(filepath.Join(in.p.lxcpath, in.ID())),
 	)
 }
 

@@ -136,8 +136,8 @@ func createAndExec(ctx context.Context, p *Platform, execs int) (err error) {
 		}
 	}
 	select {
-	case <-inst.(*Instance).done:
-		return errors.New("the idle main process ended: " + inst.(*Instance).stderr.String())
+	case <-inst.(*Instance).Done:
+		return errors.New("the idle main process ended: " + inst.(*Instance).Stderr.String())
 	default:
 	}
 	return nil

@@ -25,20 +25,16 @@ package runc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
-	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
 )
@@ -63,11 +59,9 @@ var CrunFactory = platform.Factory{
 
 // Platform runs OCI bundles with one runtime binary.
 type Platform struct {
+	*local.Host
 	runtime string // "runc" or "crun"
-	code    string // one letter in host object names
 	root    string // the runtime's --root state directory
-	env     platform.Env
-	rootfs  *local.Rootfs
 }
 
 // New makes a platform for runtime ("runc" or "crun").
@@ -76,34 +70,15 @@ func New(ctx context.Context, runtime string, o platform.Options, env platform.E
 	if code == "" {
 		return nil, fmt.Errorf("runc: unknown OCI runtime %q (known: runc, crun)", runtime)
 	}
-	if env.AgentBinary == "" || env.StateDir == "" {
-		return nil, fmt.Errorf("%s: needs an agent binary and a state directory", runtime)
-	}
-	if err := checkNetwork(runtime, o.Base.Network); err != nil {
+	h, err := local.NewHost(runtime, code, env)
+	if err != nil {
 		return nil, err
 	}
-	return &Platform{
-		runtime: runtime,
-		code:    code,
-		root:    filepath.Join("/run/isobench", runtime),
-		env:     env,
-		rootfs:  &local.Rootfs{Env: env},
-	}, nil
-}
-
-func checkNetwork(runtime, n string) error {
-	switch n {
-	case platform.NetDefault, platform.NetNone, platform.NetHost, platform.NetBridge:
-		return nil
+	if err := h.CheckNetwork(o.Base.Network); err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("%s: network=%q is %w (use none, host or bridge)", runtime, n, platform.ErrUnsupported)
+	return &Platform{Host: h, runtime: runtime, root: filepath.Join("/run/isobench", runtime)}, nil
 }
-
-// Name implements platform.Platform.
-func (p *Platform) Name() string { return p.runtime }
-
-// Code is the letter this platform's host objects carry after local.Prefix.
-func (p *Platform) Code() string { return p.code }
 
 // hybridCgroups reports a cgroup v1 host with a cgroup2 "unified" mount.
 func hybridCgroups() bool {
@@ -125,8 +100,8 @@ func (p *Platform) Available(ctx context.Context) error {
 	if _, err := exec.LookPath(p.runtime); err != nil {
 		return fmt.Errorf("%s is not installed: apt-get install -y %s", p.runtime, p.runtime)
 	}
-	if !hasOverlay() {
-		return fmt.Errorf("%s: the kernel has no overlay file system (modprobe overlay)", p.runtime)
+	if err := p.CheckOverlay(); err != nil {
+		return err
 	}
 	if p.runtime == "crun" {
 		if hybridCgroups() {
@@ -145,135 +120,56 @@ func (p *Platform) Available(ctx context.Context) error {
 	return nil
 }
 
-func hasOverlay() bool {
-	b, _ := os.ReadFile("/proc/filesystems")
-	return strings.Contains(string(b), "\toverlay\n")
-}
-
 // Facts implements platform.Platform.
 func (p *Platform) Facts(ctx context.Context) map[string]string {
-	f := map[string]string{"runtime": p.runtime, "cgroup_version": strconv.Itoa(cgroup.Version()), "storage_driver": "overlay"}
+	f := p.HostFacts(ctx, p.runtime+"_version", p.runtime+" version", p.runtime, "--version")
+	f["runtime"] = p.runtime
 	if hybridCgroups() {
 		f["cgroup_hybrid"] = "true"
 	}
-	out, err := exec.CommandContext(ctx, p.runtime, "--version").Output()
-	if err != nil {
-		f["error"] = fmt.Sprintf("%s --version: %v", p.runtime, err)
-		return f
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	f[p.runtime+"_version"] = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(lines[0], p.runtime), " version"))
 	return f
 }
-
-// Prepare builds the profile's root file system (once per content digest).
-func (p *Platform) Prepare(ctx context.Context, profile string) error {
-	_, err := p.rootfs.Dir(ctx, profile)
-	return err
-}
-
-// Close implements platform.Platform; instances are closed by their owner.
-func (p *Platform) Close(ctx context.Context) error { return nil }
 
 // Create writes the bundle and starts `<runtime> run`, returning once the
 // main process has started (or already ended).
 func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Instance, err error) {
-	if err := checkNetwork(p.runtime, s.Network); err != nil {
+	in := &Instance{p: p}
+	in.Instance, err = p.Begin(ctx, s, local.Setup{DefaultNetwork: platform.NetNone, Netns: true, PhaseFIFO: true}, in)
+	if err != nil {
 		return nil, err
 	}
-	switch s.Storage {
-	case "", platform.StorageRootfs, platform.StorageVolume:
-	default:
-		return nil, fmt.Errorf("%s: storage=%q is %w", p.runtime, s.Storage, platform.ErrUnsupported)
+	defer in.Undo(ctx, &err)
+	b := Bundle{ID: in.ID(), Rootfs: in.Overlay.Merged, Volume: in.Volume, HostNet: in.Network == platform.NetHost, PhaseFIFO: in.PhaseFIFO}
+	if in.Netns != nil {
+		b.NetnsPath = in.Netns.Path()
 	}
-	lower, err := p.rootfs.Dir(ctx, s.Image)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p.runtime, err)
-	}
-	id := local.NewID(p.code)
-	in := &Instance{p: p, id: id, spec: s, dir: local.InstanceDir(p.env.StateDir, id), done: make(chan struct{}), network: s.Network}
-	if in.network == "" {
-		in.network = platform.NetNone
-	}
-	defer func() {
-		if err != nil {
-			in.Close(context.WithoutCancel(ctx))
-		}
-	}()
-	if err := os.MkdirAll(in.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%s: %w", p.runtime, err)
-	}
-	if in.overlay, err = local.MountOverlay(lower, in.dir); err != nil {
-		return nil, fmt.Errorf("%s: %w", p.runtime, err)
-	}
-	b := bundleConfig{id: id, rootfs: in.overlay.Merged, hostNet: in.network == platform.NetHost}
-	if s.Storage == platform.StorageVolume {
-		b.volume = filepath.Join(in.dir, "volume")
-		if err := os.Mkdir(b.volume, 0o777); err != nil {
-			return nil, fmt.Errorf("%s: volume: %w", p.runtime, err)
-		}
-	}
-	if in.network == platform.NetBridge {
-		if in.netns, err = local.NewBridgeNetns(ctx, hostnet.Default(p.env.StateDir), id); err != nil {
-			return nil, fmt.Errorf("%s: %w", p.runtime, err)
-		}
-		b.netnsPath = in.netns.Path()
-	}
-	// phases: the hooks write a line to a FIFO; opened read-write here so
-	// that neither side blocks on open
-	fifo := filepath.Join(in.dir, "phases")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		return nil, fmt.Errorf("%s: phase fifo: %w", p.runtime, err)
-	}
-	phases, err := os.OpenFile(fifo, os.O_RDWR, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%s: phase fifo: %w", p.runtime, err)
-	}
-	defer phases.Close()
-	b.hooks = phaseHooks(fifo)
-	cfg, err := json.MarshalIndent(ociConfig(s, b), "", "\t")
-	if err != nil {
-		return nil, fmt.Errorf("%s: config: %w", p.runtime, err)
-	}
-	if err := os.WriteFile(filepath.Join(in.dir, "config.json"), cfg, 0o644); err != nil {
+	if err := b.Write(in.Dir, s); err != nil {
 		return nil, fmt.Errorf("%s: %w", p.runtime, err)
 	}
 	if err := os.MkdirAll(p.root, 0o700); err != nil {
 		return nil, fmt.Errorf("%s: %w", p.runtime, err)
 	}
-
 	// the main process's stdout and stderr are the runtime's own (no
 	// terminal: stdio is passed through); pipes we own end when it ends
-	argv := p.command("run", "--bundle", in.dir, id)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if err := local.StartMain(cmd, s.MainStdout, &in.stderr, &in.mainErr, in.done); err != nil {
-		return nil, fmt.Errorf("%s run: %w", p.runtime, err)
+	argv := p.command("run", "--bundle", in.Dir, in.ID())
+	if err := in.Start(exec.Command(argv[0], argv[1:]...)); err != nil {
+		return nil, err
 	}
-	in.main = cmd
-
-	got := make(chan string, 2)
-	go local.ReadPhases(phases, s.Phase, got)
-	for {
-		select {
-		case ph := <-got:
-			if ph == "started" {
-				// both runtimes write their state before the poststart
-				// hooks; checking that it reads back (normally one call)
-				// makes an Exec right after Create safe regardless
-				if err := in.waitState(ctx); err != nil {
-					return nil, err
-				}
-				return in, nil
-			}
-		case <-in.done:
-			if len(s.Main) == 0 {
-				return nil, fmt.Errorf("%s run %s ended at once: %v: %s", p.runtime, id, in.mainErr, in.stderr.String())
-			}
-			return in, nil // a short main process; Wait reports its status
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%s run %s: %w", p.runtime, id, ctx.Err())
+	started, err := in.WaitPhase(ctx, "started")
+	switch {
+	case err != nil:
+		return nil, err
+	case started:
+		// both runtimes write their state before the poststart hooks;
+		// checking that it reads back (normally one call) makes an Exec
+		// right after Create safe regardless
+		if err := in.waitState(ctx); err != nil {
+			return nil, err
 		}
+	case len(s.Main) == 0:
+		return nil, in.EndedAtOnce("")
 	}
+	return in, nil // a short main process's status is Wait's
 }
 
 // waitState polls "<runtime> state" until the container's state can be
@@ -281,142 +177,67 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 func (in *Instance) waitState(ctx context.Context) error {
 	var last []byte
 	for i := 0; ; i++ {
-		full := in.p.command("state", in.id)
+		full := in.p.command("state", in.ID())
 		out, err := exec.CommandContext(ctx, full[0], full[1:]...).CombinedOutput()
 		if err == nil {
 			return nil
 		}
 		last = out
 		select {
-		case <-in.done:
+		case <-in.Done:
 			return nil
 		case <-ctx.Done():
-			return fmt.Errorf("%s state %s: %w: %s", in.p.runtime, in.id, ctx.Err(), last)
+			return fmt.Errorf("%s state %s: %w: %s", in.p.runtime, in.ID(), ctx.Err(), last)
 		case <-time.After(time.Duration(min(i+1, 20)) * time.Millisecond):
 		}
 	}
 }
 
-// Instance is one OCI container.
+// Instance is one OCI container; its id is "isob-r..." or "isob-c...".
 type Instance struct {
-	p       *Platform
-	id      string
-	spec    platform.Spec
-	dir     string
-	network string
-	overlay *local.Overlay
-	netns   *local.Netns
-	main    *exec.Cmd
-	mainErr error
-	stderr  local.TailBuffer
-	done    chan struct{}
-
-	mu     sync.Mutex
-	closed bool
-}
-
-// ID is the container id ("isob-r..." or "isob-c...").
-func (in *Instance) ID() string { return in.id }
-
-func (in *Instance) isClosed() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.closed
+	*local.Instance
+	p *Platform
 }
 
 // Exec runs argv in the container with `<runtime> exec`, stdio passed
 // through; cancelling ctx kills it.
 func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
-	if len(argv) == 0 {
-		return fmt.Errorf("%s: empty command", in.p.runtime)
+	if err := in.CheckExec(argv); err != nil {
+		return err
 	}
-	if in.isClosed() {
-		return fmt.Errorf("%s: instance %s is closed", in.p.runtime, in.id)
-	}
-	args := []string{"exec", "--cwd", "/"}
-	for _, e := range local.Env() {
-		args = append(args, "--env", e)
-	}
-	args = append(append(args, in.id), local.GuestArgv(argv)...)
-	full := in.p.command(args...)
+	full := in.p.command(ExecArgs(in.ID(), argv)...)
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
 	return local.Run(ctx, cmd, argv, in.p.runtime+" exec")
 }
 
-// CopyIn writes the host file into the container through exec (so it
-// also lands in a volume mounted in the container).
-func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
-	return local.CopyIn(ctx, in.Exec, in.p.runtime, hostPath, guestPath, mode)
-}
-
-// Address is the bridge lease, loopback with the host network, "" for none.
-func (in *Instance) Address(ctx context.Context) (string, error) {
-	switch {
-	case in.netns != nil:
-		return in.netns.Addr.String(), nil
-	case in.network == platform.NetHost:
-		return "127.0.0.1", nil
+// ExecArgs are the arguments of an OCI runtime's exec (runc, crun, runsc)
+// running argv in container id at / with local.Env.
+func ExecArgs(id string, argv []string) []string {
+	args := []string{"exec", "--cwd", "/"}
+	for _, e := range local.Env() {
+		args = append(args, "--env", e)
 	}
-	return "", nil
+	return append(append(args, id), local.GuestArgv(argv)...)
 }
 
 // Facts implements platform.Instance.
 func (in *Instance) Facts(ctx context.Context) map[string]string {
-	f := map[string]string{"runtime": in.p.runtime, "network": in.network, "storage": "overlay", "id": in.id}
-	if in.spec.Storage == platform.StorageVolume {
-		f["storage"] = "overlay+bind-volume"
-	}
-	if in.spec.CPUs > 0 {
-		f["cpus"] = strconv.FormatFloat(in.spec.CPUs, 'f', -1, 64)
-		f["cpu_quota_us"] = strconv.FormatInt(int64(in.spec.CPUs*cfsPeriod), 10)
-		f["cpu_period_us"] = strconv.Itoa(cfsPeriod)
-	}
-	if in.spec.Memory > 0 {
-		f["memory"] = strconv.FormatInt(in.spec.Memory, 10)
-	}
-	f["cgroup"] = "/isobench/" + in.id
+	f := in.Instance.Facts(ctx)
+	f["runtime"] = in.p.runtime
+	f["cgroup"] = "/isobench/" + in.ID()
 	return f
 }
 
-// Wait waits for the main process's exit status.
-func (in *Instance) Wait(ctx context.Context) (int, error) {
-	return local.WaitExit(ctx, in.done, &in.mainErr, in.closedIdle, in.p.runtime+" run")
+// Stop implements local.Engine: `<runtime> kill`.
+func (in *Instance) Stop(ctx context.Context) {
+	kill := in.p.command("kill", in.ID(), "KILL")
+	exec.CommandContext(ctx, kill[0], kill[1:]...).Run()
 }
 
-// closedIdle reports an idle instance (no Spec.Main) that was closed.
-func (in *Instance) closedIdle() bool { return in.isClosed() && len(in.spec.Main) == 0 }
-
-// Close kills the container, deletes it and removes its netns, overlay and
-// directory.
-func (in *Instance) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
-		return nil
-	}
-	in.closed = true
-	in.mu.Unlock()
-	// clean up even when ctx is already cancelled
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	if in.main != nil {
-		kill := in.p.command("kill", in.id, "KILL")
-		exec.CommandContext(ctx, kill[0], kill[1:]...).Run()
-		local.AwaitExit(in.done, in.main.Process.Pid, 10*time.Second)
-	}
-	err := local.Teardown(
-		func() error {
-			return local.RemoveCommand(ctx, in.p.command("delete", "--force", in.id), in.p.runtime+" delete "+in.id)
-		},
-		func() error { return in.netns.Close(ctx) },
-		in.overlay.Unmount,
-		local.RemoveAll(in.dir),
-	)
-	if in.main == nil {
-		close(in.done)
-	}
-	return err
+// Remove implements local.Engine: `<runtime> delete --force`.
+func (in *Instance) Remove(ctx context.Context) error {
+	return local.RemoveCommand(ctx, in.p.command("delete", "--force", in.ID()), in.p.runtime+" delete "+in.ID())
 }
 
 // Leftovers lists what runtime instances left on this host: containers in
@@ -427,7 +248,7 @@ func Leftovers(ctx context.Context, runtime, stateDir string) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := local.Leftovers(stateDir, p.code)
+	out := local.Leftovers(stateDir, p.Code())
 	if _, err := os.Stat(p.root); err == nil {
 		argv := p.command("list", "-q")
 		b, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()

@@ -23,11 +23,18 @@ type LeftoversFunc func(ctx context.Context, stateDir string) ([]string, error)
 
 // Conformance runs the shared platform suite against the factory's
 // platform (options: just its name), in local.TestStateDir, checking
-// leftovers after every instance. opts.Leftovers is set here.
+// leftovers after every instance. opts.Leftovers is set here: it lists
+// what names an instance this suite created, since other packages' tests
+// share the state directory (and the bridge) and their instances come and
+// go meanwhile.
 func Conformance(t *testing.T, f platform.Factory, leftovers LeftoversFunc, opts conformance.Opts) {
 	agent := conformance.BuildAgent(t)
 	state := local.TestStateDir()
-	opts.Leftovers = func(ctx context.Context) ([]string, error) { return leftovers(ctx, state) }
+	rec := &Recorder{}
+	opts.Leftovers = func(ctx context.Context) ([]string, error) {
+		all, err := leftovers(ctx, state)
+		return rec.Mine(all), err
+	}
 	conformance.Run(t, func(t *testing.T) platform.Platform {
 		o, err := platform.ParseOptions(f.Name, f.Extra...)
 		if err != nil {
@@ -37,7 +44,8 @@ func Conformance(t *testing.T, f platform.Factory, leftovers LeftoversFunc, opts
 		if err != nil {
 			t.Fatal(err)
 		}
-		return p
+		rec.Platform = p
+		return rec
 	}, opts)
 }
 
@@ -112,6 +120,31 @@ func (r *Recorder) Create(ctx context.Context, s platform.Spec) (platform.Instan
 		r.mu.Unlock()
 	}
 	return in, err
+}
+
+// Prepare implements platform.Preparer for a platform that does.
+func (r *Recorder) Prepare(ctx context.Context, profile string) error {
+	if p, ok := r.Platform.(platform.Preparer); ok {
+		return p.Prepare(ctx, profile)
+	}
+	return nil
+}
+
+// Mine keeps the leftovers (from a platform's Leftovers list) that name
+// an instance r created.
+func (r *Recorder) Mine(leftovers []string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, l := range leftovers {
+		for _, id := range r.ids {
+			if strings.Contains(l, id) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // CheckLeftovers fails t for every leftover (from a platform's Leftovers
