@@ -23,6 +23,8 @@ var examples = map[string][]string{
 	"workloads":   {"isobench workloads"},
 	"version":     {"isobench version"},
 	"clean":       {"isobench clean --dry-run", "isobench clean"},
+	"study run":   {"isobench study run 004 --scale quick --db s004.db -o report.html", "isobench study run 003 --dry-run"},
+	"study show":  {"isobench study show 000 --scale quick > s000.yaml && isobench run s000.yaml"},
 }
 
 // printHelp writes a command's help: "Usage: isobench" and the synopsis,
