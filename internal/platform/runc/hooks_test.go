@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/local"
@@ -40,7 +42,7 @@ func TestPhaseHooksReadState(t *testing.T) {
 	h := phaseHooks(fifo)
 	for _, c := range []struct {
 		want  string
-		hooks []ociHook
+		hooks []specs.Hook
 	}{{"created", h.CreateRuntime}, {"started", h.Poststart}} {
 		if len(c.hooks) != 1 {
 			t.Fatalf("%s: %d hooks", c.want, len(c.hooks))

@@ -36,10 +36,10 @@ func TestStartup(t *testing.T) {
 func TestOCIConfig(t *testing.T) {
 	s := platform.Spec{CPUs: 1.5, Memory: 256 << 20, Main: []string{platform.AgentPlaceholder, "agent", "hello"}}
 	c := ociConfig(s, bundleConfig{id: "isob-rabc", rootfs: "/x/rootfs", volume: "/x/volume", netnsPath: "/run/netns/isob-rabc"})
-	if c.Linux.Resources.CPU == nil || c.Linux.Resources.CPU.Quota != 150000 || c.Linux.Resources.CPU.Period != 100000 {
+	if cpu := c.Linux.Resources.CPU; cpu == nil || cpu.Quota == nil || *cpu.Quota != 150000 || cpu.Period == nil || *cpu.Period != 100000 {
 		t.Errorf("cpu %+v", c.Linux.Resources.CPU)
 	}
-	if c.Linux.Resources.Memory == nil || c.Linux.Resources.Memory.Limit != 256<<20 {
+	if mem := c.Linux.Resources.Memory; mem == nil || mem.Limit == nil || *mem.Limit != 256<<20 {
 		t.Errorf("memory %+v", c.Linux.Resources.Memory)
 	}
 	if c.Linux.CgroupsPath != "/isobench/isob-rabc" || c.Root.Path != "/x/rootfs" || c.Process.Terminal {
