@@ -90,11 +90,14 @@ func TestSSHMatrix(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 	ctx := withCtx(t, 5*time.Minute)
-	out, errs, code := isobench(t, ctx, bin, []string{"SSH_AUTH_SOCK=" + sock, "TMPDIR=" + dir},
+	// host a named in its platform with key= and known-hosts=; host b by
+	// --host, its key from the agent and its host key from
+	// $ISOBENCH_KNOWN_HOSTS, so its label is just native:host=ssh://...
+	out, errs, code := isobench(t, ctx, bin, []string{"SSH_AUTH_SOCK=" + sock, "TMPDIR=" + dir, KnownHostsEnv + "=" + b.known, KeyEnv + "="},
 		"run", "--quiet", "--db", db, "--state-dir", filepath.Join(dir, "state"),
 		"--platform", "native",
 		"--platform", tb.spec("native", a, "key="+tb.key),
-		"--platform", tb.spec("native", b, ""), // key from the agent
+		"--host", "local", "--host", b.url(),
 		"--workload", "cpu:threads=1,duration=0.2s", "--instances", "1,2", "--reps", "2")
 	if code != 0 {
 		t.Fatalf("run exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
@@ -110,6 +113,9 @@ func TestSSHMatrix(t *testing.T) {
 				if s.Value <= 0 {
 					t.Errorf("%s: events_per_sec %v", host, s.Value)
 				}
+			}
+			if host == b.url() && s.Options != "host="+b.url() {
+				t.Errorf("%s: options %q, want only host=", host, s.Options)
 			}
 			if host != "local" && (s.Tags["host_kernel"] == "" || !strings.Contains(s.Options, "host="+host)) {
 				t.Errorf("%s: sample without the host's fingerprint or option: options %q tags %v", host, s.Options, s.Tags)
@@ -157,7 +163,7 @@ func TestSSHMatrix(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"), known, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errs, code = isobench(t, ctx, bin, []string{"SSH_AUTH_SOCK=" + sock, "HOME=" + home}, "doctor", "--host", b.url(), "--host", a.url())
+	out, errs, code = isobench(t, ctx, bin, []string{"SSH_AUTH_SOCK=" + sock, "HOME=" + home, KeyEnv + "=", KnownHostsEnv + "="}, "doctor", "--host", b.url(), "--host", a.url())
 	if code != 0 || !strings.Contains(out, "host "+b.url()+":\nplatform") || !strings.Contains(out, "host "+a.url()+":\nunreachable: ") || !strings.Contains(out, "is not in "+filepath.Join(home, ".ssh", "known_hosts")) {
 		t.Errorf("doctor --host: exit %d\n%s\n%s", code, out, errs)
 	}

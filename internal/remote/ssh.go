@@ -29,8 +29,9 @@ import (
 
 // Wrap gives every platform of reg the options that run it on another
 // machine: host=ssh://user@addr[:port] (required for the others), key=PATH
-// (a private key file; default: the keys in $SSH_AUTH_SOCK's agent),
-// known-hosts=PATH (default ~/.ssh/known_hosts) and binary=PATH (the
+// (a private key file; default $ISOBENCH_SSH_KEY, else the keys in
+// $SSH_AUTH_SOCK's agent), known-hosts=PATH (default $ISOBENCH_KNOWN_HOSTS,
+// else ~/.ssh/known_hosts) and binary=PATH (the
 // isobench to copy there, for a host of another OS or architecture;
 // default: this one). Without host= a platform is created here as before.
 func Wrap(reg platform.Registry) platform.Registry {
@@ -265,10 +266,23 @@ func dial(ctx context.Context, t Target, cfg *ssh.ClientConfig) (*ssh.Client, er
 	return ssh.NewClient(c, chans, reqs), nil
 }
 
+// Environment variables that stand for key= and known-hosts= when those
+// are not given, so that a platform's label stays "docker:host=ssh://...".
+const (
+	KeyEnv        = "ISOBENCH_SSH_KEY"
+	KnownHostsEnv = "ISOBENCH_KNOWN_HOSTS"
+)
+
 // clientConfig authenticates with key (a file) or the agent, and checks
 // host keys against knownHosts (default ~/.ssh/known_hosts): an unknown
 // host is an error that says how to add it, never trusted on first use.
 func clientConfig(t Target, key, knownHosts string) (*ssh.ClientConfig, error) {
+	if key == "" {
+		key = os.Getenv(KeyEnv)
+	}
+	if knownHosts == "" {
+		knownHosts = os.Getenv(KnownHostsEnv)
+	}
 	var auth []ssh.AuthMethod
 	switch {
 	case key != "":
@@ -296,7 +310,7 @@ func clientConfig(t Target, key, knownHosts string) (*ssh.ClientConfig, error) {
 			return agent.NewClient(c).Signers()
 		}))
 	default:
-		return nil, errors.New("no SSH key: start ssh-agent and ssh-add your key, or give key=PATH")
+		return nil, errors.New("no SSH key: start ssh-agent and ssh-add your key, or give key=PATH (or $" + KeyEnv + ")")
 	}
 	if knownHosts == "" {
 		home, err := os.UserHomeDir()
@@ -305,7 +319,7 @@ func clientConfig(t Target, key, knownHosts string) (*ssh.ClientConfig, error) {
 		}
 		knownHosts = filepath.Join(home, ".ssh", "known_hosts")
 	}
-	check, err := knownhosts.New(knownHosts)
+	check, err := knownhosts.New(filepath.SplitList(knownHosts)...)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s does not exist, so no host key can be checked: %s", knownHosts, addHint(t, knownHosts))

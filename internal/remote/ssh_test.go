@@ -190,6 +190,7 @@ func TestSSHHostKeys(t *testing.T) {
 	}
 	// no key and no agent
 	t.Setenv("SSH_AUTH_SOCK", "")
+	t.Setenv(KeyEnv, "")
 	f, o, _ = reg.Parse(fmt.Sprintf("native:host=%s,known-hosts=%s", h.url(), h.known))
 	if _, err := f.New(withCtx(t, 60e9), o, env); err == nil || !strings.Contains(err.Error(), "ssh-add") {
 		t.Errorf("no key: %v", err)
