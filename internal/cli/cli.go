@@ -68,6 +68,7 @@ Usage:
   isobench compare A.db B.db          compare two stores cell by cell
   isobench image build [flags]        build and import the instance images
   isobench doctor                     which platforms work here, and how to fix the others
+  isobench clean [--dry-run]          remove what crashed runs left (containers, mounts, links...)
   isobench workloads                  list workloads and their parameters
   isobench study list|show|run ID      the five papers as built-in studies (see 'isobench study -h')
   isobench version
@@ -99,6 +100,8 @@ func Main(ctx context.Context, st *State, args []string) int {
 		err = cmdImage(ctx, st, args[1:])
 	case "doctor":
 		err = cmdDoctor(ctx, st, args[1:])
+	case "clean":
+		err = cmdClean(ctx, st, args[1:])
 	case "study":
 		err = cmdStudy(ctx, st, args[1:])
 	case "workloads":

@@ -109,6 +109,8 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		return err
 	}
 	env := platform.Env{AgentBinary: st.Executable, StateDir: st.stateDir(*stateDir), Log: st.Stderr}
+	rec := st.runRecord(ctx, env.StateDir, *db) // removes what dead runs left; records this one (clean.go)
+	defer rec.End()
 	// Construct platforms and check engines before anything starts.
 	var opened []platform.Platform
 	defer func() {
@@ -154,10 +156,11 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	if err != nil {
 		return err
 	}
+	st.runStarted(ctx, rec, s, runID)
 	if plan.Auto != nil {
 		fmt.Fprintf(st.Stderr, "stopping rule: each cell repeats until every platform's median has a 95%% bootstrap interval within ±%g%% of itself (at least 5 repetitions), at most %d repetitions\n", study.Target, plan.Reps)
 	}
-	r := &runner.Runner{Sink: s, RunID: runID, Token: token()}
+	r := &runner.Runner{Sink: s, RunID: runID, Token: rec.Token}
 	tty := st.StderrTTY && !*quiet
 	r.Progress = progressLine(st.Stderr, tty)
 	runErr := r.Run(ctx, plan)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // StartTime is the start time of process pid in clock ticks after boot
@@ -59,4 +60,24 @@ func Alive(pid int, start uint64) bool {
 func Self() (int, uint64) {
 	pid := os.Getpid()
 	return pid, StartTime(pid)
+}
+
+// StartedAt is when process pid started (from the boot time and its
+// start time in clock ticks, USER_HZ being 100 on Linux), or the zero time.
+func StartedAt(pid int) time.Time {
+	st := StartTime(pid)
+	if st == 0 {
+		return time.Time{}
+	}
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "btime "); ok {
+			bt, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return time.Unix(bt, 0).Add(time.Duration(st) * 10 * time.Millisecond)
+		}
+	}
+	return time.Time{}
 }

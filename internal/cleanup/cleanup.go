@@ -1,0 +1,1012 @@
+// Package cleanup finds what isobench created on this host that belongs to
+// no live run, and removes it: `isobench clean`, and the sweep `isobench
+// run` does before it starts.
+//
+// What isobench creates, by platform, and how it is named:
+//   - Docker and Podman: containers labelled isobench=1 and isobench.run=
+//     <the run's token>; Podman volume and log files under the state
+//     directory (podman-volumes/<name>, podman-logs/<name>.log).
+//   - LXD: instances named isob-x<hex> with user.isobench.run=<token>;
+//     their volume directories (state dir lxd-volumes/<name>).
+//   - LXC, runc, crun, gVisor, systemd-nspawn ("local" instances, ids
+//     isob-<code><hex>): the engine's foreground process (lxc-execute, runc
+//     run, runsc run, systemd-nspawn; a child of the isobench process),
+//     the runtime's state (/run/isobench/<runtime>/<id>), the instance
+//     directory (state dir instances/<id>) with its overlay mount, LXC's
+//     container directory (state dir lxc/<id>), cgroups
+//     (isobench/<id>, lxc.payload.<id>, lxc.monitor.<id>), the network
+//     namespace (/run/netns/<id>), the veth (isv<code><hex>) and the
+//     bridge lease.
+//   - native: scratch directories $TMPDIR/isobench-native/<name>-<rand>,
+//     cgroups isobench/<that directory's name>, and the agent processes.
+//   - QEMU: run directories $TMPDIR/isoq-* with an owner record (pid,
+//     tap, disk, volume), the tap, the disk and volume under the state
+//     directory, the qemu process.
+//   - the bridge isobr0, its FORWARD rule and the leases (package hostnet).
+//
+// Which run an object belongs to, and whether that run is alive:
+//   - Every `isobench run` writes a record under runrec.Dir (pid and
+//     process start time, token, state directory, store, run id) and
+//     removes it when it ends. A record whose process is gone names a
+//     dead (crashed) run.
+//   - Objects that carry the run's token (Docker, Podman and LXD labels,
+//     native and QEMU names, which hold the instance name r<id><token>-N)
+//     are dead when no live record has that token.
+//   - Local instances (ids without the token) are dead when their engine
+//     process was orphaned (its parent is init: the isobench process that
+//     started it died), or, with no engine process left, when their lease
+//     belongs to a dead process, or their instance directory is in a state
+//     directory that only dead runs used.
+//   - An object with none of these signs (no token, no process, no lease)
+//     is removed only when no other isobench process (isobench itself or
+//     a test binary of it) is alive on the host: then nothing is live.
+//     Otherwise it is listed as kept, with why.
+package cleanup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/isobench/isobench/internal/cleanup/runrec"
+	"github.com/isobench/isobench/internal/hostnet"
+)
+
+// Object is one thing isobench created that belongs to no live run.
+type Object struct {
+	Kind  string // container, process, mount, dir, netns, veth, cgroup, lease, bridge, ...
+	Name  string
+	Owner string // the instance or run it belongs to
+	Why   string // why it is considered dead
+	order int
+	rm    func(ctx context.Context) error
+}
+
+func (o Object) String() string {
+	s := o.Kind + " " + o.Name
+	if o.Why != "" {
+		s += " (" + o.Why + ")"
+	}
+	return s
+}
+
+// Kept is an object that might be isobench's but whose owner cannot be
+// told dead.
+type Kept struct {
+	Kind, Name, Why string
+}
+
+// Failure is an object whose removal failed.
+type Failure struct {
+	Object Object
+	Err    error
+}
+
+func (f Failure) String() string {
+	return fmt.Sprintf("%s %s: %v", f.Object.Kind, f.Object.Name, f.Err)
+}
+
+// Options say where to look.
+type Options struct {
+	// StateDirs are searched besides those in run records (the default
+	// state directory, --state-dir).
+	StateDirs []string
+	// TempDirs likewise for native and QEMU scratch ($TMPDIR).
+	TempDirs []string
+	// RecordDir is runrec.Dir unless set (tests).
+	RecordDir string
+}
+
+// Plan is what a scan found.
+type Plan struct {
+	Objects  []Object
+	Kept     []Kept
+	DeadRuns []*runrec.Record // records of runs whose process died
+}
+
+// Scan finds what belongs to no live run. It changes nothing.
+func Scan(ctx context.Context, o Options) (*Plan, error) {
+	w := newWorld(o)
+	p := &Plan{}
+	for _, r := range w.records {
+		if !r.Alive() {
+			p.DeadRuns = append(p.DeadRuns, r)
+		}
+	}
+	w.scanLocal(ctx, p)
+	w.scanEngines(ctx, p)
+	w.scanNative(p)
+	w.scanQEMU(p)
+	w.scanLeases(p)
+	w.scanBridge(p)
+	sort.SliceStable(p.Objects, func(i, j int) bool { return p.Objects[i].order < p.Objects[j].order })
+	return p, nil
+}
+
+// Remove removes the plan's objects in order (processes and containers
+// first, the bridge last) and returns every failure. Dead runs' records
+// are removed once their objects are.
+func Remove(ctx context.Context, p *Plan) []Failure {
+	var fails []Failure
+	for _, o := range p.Objects {
+		if err := o.rm(ctx); err != nil {
+			fails = append(fails, Failure{Object: o, Err: err})
+		}
+	}
+	for _, r := range p.DeadRuns {
+		if err := r.End(); err != nil {
+			fails = append(fails, Failure{Object: Object{Kind: "run-record", Name: r.Path()}, Err: err})
+		}
+	}
+	return fails
+}
+
+// Report writes what a plan holds (and, after Remove, what failed).
+func Report(w io.Writer, p *Plan, removed bool, fails []Failure) {
+	verb := "would remove"
+	if removed {
+		verb = "removed"
+	}
+	failed := map[string]bool{}
+	for _, f := range fails {
+		failed[f.Object.Kind+" "+f.Object.Name] = true
+	}
+	for _, r := range p.DeadRuns {
+		fmt.Fprintf(w, "dead run: pid %d (token %s, store %s, run %d, state %s)\n", r.Pid, r.Token, r.DB, r.RunID, r.StateDir)
+	}
+	for _, o := range p.Objects {
+		if failed[o.Kind+" "+o.Name] {
+			continue
+		}
+		fmt.Fprintf(w, "%s %s\n", verb, o)
+	}
+	for _, k := range p.Kept {
+		fmt.Fprintf(w, "kept %s %s: %s\n", k.Kind, k.Name, k.Why)
+	}
+	for _, f := range fails {
+		fmt.Fprintf(w, "failed to remove %s\n", f)
+	}
+}
+
+// proc is one host process.
+type proc struct {
+	pid, ppid int
+	argv      []string
+	exe       string
+}
+
+type world struct {
+	o          Options
+	self       int
+	procs      map[int]*proc
+	records    []*runrec.Record
+	liveTokens map[string]bool
+	stateDirs  []string
+	tempDirs   []string
+	// deadDirs are state (and temp) directories only dead runs used.
+	deadDirs   map[string]bool
+	otherAlive bool // another isobench process is running
+	// unrecorded is a running isobench run without a record (an older
+	// isobench): then tokens tell nothing.
+	unrecorded int
+	bridge     *hostnet.Bridge
+	leases     []hostnet.LeaseInfo
+	// deadIDs are instances found dead (their leases go with them).
+	deadIDs map[string]bool
+}
+
+func newWorld(o Options) *world {
+	w := &world{o: o, self: os.Getpid(), liveTokens: map[string]bool{}, deadDirs: map[string]bool{}, deadIDs: map[string]bool{}}
+	w.records = runrec.List(o.RecordDir)
+	liveDirs := map[string]bool{}
+	add := func(list *[]string, d string) {
+		if d == "" {
+			return
+		}
+		d = filepath.Clean(d)
+		for _, x := range *list {
+			if x == d {
+				return
+			}
+		}
+		*list = append(*list, d)
+	}
+	for _, d := range o.StateDirs {
+		add(&w.stateDirs, d)
+	}
+	for _, d := range o.TempDirs {
+		add(&w.tempDirs, d)
+	}
+	add(&w.tempDirs, os.TempDir())
+	for _, r := range w.records {
+		add(&w.stateDirs, r.StateDir)
+		add(&w.tempDirs, r.TempDir)
+		if r.Alive() {
+			if r.Token != "" {
+				w.liveTokens[r.Token] = true
+			}
+			liveDirs[filepath.Clean(r.StateDir)] = true
+		}
+	}
+	for _, r := range w.records {
+		if d := filepath.Clean(r.StateDir); !r.Alive() && r.StateDir != "" && !liveDirs[d] {
+			w.deadDirs[d] = true
+		}
+	}
+	w.procs = procs()
+	recorded := map[int]bool{}
+	for _, r := range w.records {
+		if r.Alive() {
+			recorded[r.Pid] = true
+		}
+	}
+	for _, p := range w.procs {
+		if p.pid == w.self || !isIsobench(p) || w.isAncestorOfSelf(p.pid) {
+			continue
+		}
+		w.otherAlive = true
+		if base := filepath.Base(p.exe); !strings.HasSuffix(base, ".test") && len(p.argv) > 1 && !recorded[p.pid] {
+			switch p.argv[1] {
+			case "run", "study", "platformd":
+				w.unrecorded = p.pid
+			}
+		}
+	}
+	w.bridge = hostnet.Default("")
+	w.leases = w.bridge.Leases()
+	return w
+}
+
+// isIsobench: an isobench process (not an agent inside an instance) or a
+// test binary of it.
+func isIsobench(p *proc) bool {
+	base := filepath.Base(p.exe)
+	if base == "isobench" || strings.HasPrefix(base, "isobench-") {
+		return len(p.argv) < 2 || p.argv[1] != "agent"
+	}
+	return strings.HasSuffix(base, ".test") && len(p.argv) > 0
+}
+
+func (w *world) isAncestorOfSelf(pid int) bool {
+	for p := w.procs[w.self]; p != nil && p.ppid > 0; p = w.procs[p.ppid] {
+		if p.ppid == pid {
+			return true
+		}
+	}
+	return false
+}
+
+func procs() map[int]*proc {
+	out := map[int]*proc{}
+	es, _ := os.ReadDir("/proc")
+	for _, e := range es {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		p := &proc{pid: pid, ppid: parent(pid)}
+		for _, a := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {
+			if a != "" {
+				p.argv = append(p.argv, a)
+			}
+		}
+		p.exe, _ = os.Readlink("/proc/" + e.Name() + "/exe")
+		p.exe = strings.TrimSuffix(p.exe, " (deleted)")
+		out[pid] = p
+	}
+	return out
+}
+
+func parent(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	pp, _ := strconv.Atoi(f[1])
+	return pp
+}
+
+// mentioning lists the processes whose command line holds s, and of them
+// the roots: those whose parent does not also mention s.
+func (w *world) mentioning(s string) (all, roots []*proc) {
+	in := map[int]bool{}
+	for _, p := range w.procs {
+		if p.pid == w.self {
+			continue
+		}
+		for _, a := range p.argv {
+			if strings.Contains(a, s) {
+				all = append(all, p)
+				in[p.pid] = true
+				break
+			}
+		}
+	}
+	for _, p := range all {
+		if !in[p.ppid] {
+			roots = append(roots, p)
+		}
+	}
+	sort.Slice(roots, func(i, j int) bool { return roots[i].pid < roots[j].pid })
+	return all, roots
+}
+
+// orphan reports whether p's creator died: it was reparented to init.
+func orphan(p *proc) bool { return p.ppid == 1 }
+
+// killTree kills pid's descendants, then pid, by pid (never by name).
+func (w *world) killTree(pid int) error {
+	var kids []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		for _, p := range w.procs {
+			if p.ppid == c {
+				kids = append(kids, p.pid)
+				queue = append(queue, p.pid)
+			}
+		}
+	}
+	for i := len(kids) - 1; i >= 0; i-- {
+		syscall.Kill(kids[i], syscall.SIGKILL)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill %d: %w", pid, err)
+	}
+	return nil
+}
+
+func (w *world) leaseOf(owner string) (hostnet.LeaseInfo, bool) {
+	for _, l := range w.leases {
+		if l.Owner == owner {
+			return l, true
+		}
+	}
+	return hostnet.LeaseInfo{}, false
+}
+
+var localID = regexp.MustCompile(`isob-[a-z][0-9a-f]{8}`)
+
+// Order of removal.
+const (
+	orderRun = iota
+	orderContainer
+	orderProcess
+	orderRuntime
+	orderMount
+	orderNetns
+	orderLink
+	orderCgroup
+	orderDir
+	orderLease
+	orderBridge
+)
+
+// scanLocal finds local instances (LXC, runc, crun, gVisor, nspawn).
+func (w *world) scanLocal(ctx context.Context, p *Plan) {
+	ids := map[string]string{} // id -> state dir where its directory is
+	note := func(id, sd string) {
+		if strings.HasPrefix(id, "isob-x") { // LXD: by its label (scanEngines)
+			return
+		}
+		if _, ok := ids[id]; !ok || sd != "" {
+			ids[id] = sd
+		}
+	}
+	for _, sd := range w.stateDirs {
+		for _, sub := range []string{"instances", "lxc"} {
+			es, _ := os.ReadDir(filepath.Join(sd, sub))
+			for _, e := range es {
+				if localID.MatchString(e.Name()) && strings.HasPrefix(e.Name(), "isob-") {
+					note(e.Name(), sd)
+				}
+			}
+		}
+	}
+	es, _ := os.ReadDir("/run/netns")
+	for _, e := range es {
+		if m := localID.FindString(e.Name()); m == e.Name() {
+			note(m, "")
+		}
+	}
+	for _, l := range hostnet.Links("isv") {
+		if len(l) == 12 {
+			note("isob-"+l[3:], "")
+		}
+	}
+	for _, rt := range []string{"runc", "crun", "runsc"} {
+		es, _ := os.ReadDir(filepath.Join(hostnet.RunDir, rt))
+		for _, e := range es {
+			if m := localID.FindString(e.Name()); m == e.Name() {
+				note(m, "")
+			}
+		}
+	}
+	for _, c := range cgroupDirs() {
+		if m := localID.FindString(filepath.Base(c)); m != "" {
+			note(m, "")
+		}
+	}
+	for _, l := range w.leases {
+		if localID.FindString(l.Owner) == l.Owner {
+			note(l.Owner, "")
+		}
+	}
+	for _, pr := range w.procs {
+		for _, a := range pr.argv {
+			if m := localID.FindString(a); m != "" && (pr.ppid == 1 || !isIsobench(pr)) {
+				if isEngine(pr) {
+					note(m, "")
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(ids))
+	for id := range ids {
+		names = append(names, id)
+	}
+	sort.Strings(names)
+	for _, id := range names {
+		dead, why := w.localDead(id, ids[id])
+		if !dead {
+			if why != "" {
+				p.Kept = append(p.Kept, Kept{"instance", id, why})
+			}
+			continue
+		}
+		w.deadIDs[id] = true
+		w.localObjects(ctx, p, id, why)
+	}
+}
+
+func isEngine(p *proc) bool {
+	if len(p.argv) == 0 {
+		return false
+	}
+	switch filepath.Base(p.argv[0]) {
+	case "lxc-execute", "lxc-attach", "lxc-start", "runc", "crun", "runsc", "systemd-nspawn", "nsenter":
+		return true
+	}
+	return strings.HasPrefix(filepath.Base(p.argv[0]), "runsc")
+}
+
+// localDead decides whether instance id (directory in state dir sd, if
+// found) belongs to a dead run; why says either way ("" when live for a
+// plain reason).
+func (w *world) localDead(id, sd string) (bool, string) {
+	_, roots := w.mentioning(id)
+	orphaned := 0
+	for _, r := range roots {
+		if !orphan(r) {
+			return false, ""
+		}
+		orphaned++
+	}
+	if l, ok := w.leaseOf(id); ok && l.Live {
+		return false, ""
+	}
+	switch {
+	case orphaned > 0:
+		return true, fmt.Sprintf("its engine process %d outlived the isobench that started it", roots[0].pid)
+	case sd != "" && w.deadDirs[filepath.Clean(sd)]:
+		return true, "its state directory " + sd + " was used only by dead runs"
+	}
+	if l, ok := w.leaseOf(id); ok && !l.Live {
+		return true, fmt.Sprintf("its lease belongs to dead process %d", l.Pid)
+	}
+	if !w.otherAlive {
+		return true, "no isobench process is running"
+	}
+	return false, "no process, lease or run record tells whose it is, and other isobench processes are running"
+}
+
+func (w *world) localObjects(ctx context.Context, p *Plan, id, why string) {
+	add := func(order int, kind, name string, rm func(context.Context) error) {
+		p.Objects = append(p.Objects, Object{Kind: kind, Name: name, Owner: id, Why: why, order: order, rm: rm})
+		why = "" // said once, on the first object of the instance
+	}
+	_, roots := w.mentioning(id)
+	for _, r := range roots {
+		pid := r.pid
+		add(orderProcess, "process", fmt.Sprintf("%d %s", pid, strings.Join(r.argv, " ")), func(context.Context) error { return w.killTree(pid) })
+	}
+	for _, rt := range []string{"runc", "crun", "runsc"} {
+		root := filepath.Join(hostnet.RunDir, rt)
+		if _, err := os.Stat(filepath.Join(root, id)); err == nil {
+			add(orderRuntime, rt+"-container", id, func(ctx context.Context) error {
+				out, err := exec.CommandContext(ctx, rt, "--root", root, "delete", "--force", id).CombinedOutput()
+				if err != nil && !strings.Contains(string(out), "not exist") && !strings.Contains(string(out), "not found") {
+					if _, serr := os.Stat(filepath.Join(root, id)); serr == nil {
+						return fmt.Errorf("%s delete: %v: %s", rt, err, strings.TrimSpace(string(out)))
+					}
+				}
+				return nil
+			})
+		}
+	}
+	for _, sd := range w.stateDirs {
+		dir := filepath.Join(sd, "instances", id)
+		ms := mountsUnder(dir)
+		for i := len(ms) - 1; i >= 0; i-- {
+			m := ms[i]
+			add(orderMount, "mount", m, func(context.Context) error { return unmount(m) })
+		}
+		for _, d := range []string{dir, filepath.Join(sd, "lxc", id)} {
+			if _, err := os.Lstat(d); err == nil {
+				d := d
+				add(orderDir, "dir", d, func(context.Context) error { return os.RemoveAll(d) })
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", id)); err == nil {
+		add(orderNetns, "netns", id, func(ctx context.Context) error {
+			if out, err := exec.CommandContext(ctx, "ip", "netns", "delete", id).CombinedOutput(); err != nil {
+				return fmt.Errorf("ip netns delete: %v: %s", err, strings.TrimSpace(string(out)))
+			}
+			return nil
+		})
+	}
+	veth := "isv" + strings.TrimPrefix(id, "isob-")
+	if _, err := os.Stat("/sys/class/net/" + veth); err == nil {
+		add(orderLink, "veth", veth, func(ctx context.Context) error { return hostnet.DeleteLink(ctx, veth) })
+	}
+	for _, c := range cgroupDirs() {
+		if strings.Contains(filepath.Base(c), id) {
+			c := c
+			add(orderCgroup, "cgroup", c, func(context.Context) error { return rmCgroup(c) })
+		}
+	}
+	for _, d := range []string{"/run/systemd/nspawn/propagate", "/run/systemd/nspawn/locks"} {
+		es, _ := os.ReadDir(d)
+		for _, e := range es {
+			if strings.Contains(e.Name(), id) {
+				f := filepath.Join(d, e.Name())
+				add(orderDir, "nspawn-state", f, func(context.Context) error { return os.RemoveAll(f) })
+			}
+		}
+	}
+}
+
+// cgroupDirs lists isobench's cgroups: isobench/* and LXC's per
+// container groups, on every hierarchy.
+func cgroupDirs() []string {
+	var out []string
+	for _, pat := range []string{
+		"/sys/fs/cgroup/isobench/*", "/sys/fs/cgroup/*/isobench/*",
+		"/sys/fs/cgroup/lxc.payload.isob-*", "/sys/fs/cgroup/*/lxc.payload.isob-*",
+		"/sys/fs/cgroup/lxc.monitor.isob-*", "/sys/fs/cgroup/*/lxc.monitor.isob-*",
+	} {
+		m, _ := filepath.Glob(pat)
+		for _, d := range m {
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+				out = append(out, d)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rmCgroup removes a cgroup directory and its child groups, deepest first,
+// killing what still runs in them.
+func rmCgroup(dir string) error {
+	var dirs []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	var errs []error
+	for i := len(dirs) - 1; i >= 0; i-- {
+		for _, f := range []string{"cgroup.procs", "tasks"} {
+			b, _ := os.ReadFile(filepath.Join(dirs[i], f))
+			for _, l := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(l); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		var err error
+		for attempt := 0; attempt < 50; attempt++ {
+			if err = syscall.Rmdir(dirs[i]); err == nil || errors.Is(err, syscall.ENOENT) {
+				err = nil
+				break
+			}
+			if !errors.Is(err, syscall.EBUSY) {
+				break
+			}
+			waitTick()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rmdir %s: %w", dirs[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mountsUnder lists the mount points at or below dir, outermost first.
+func mountsUnder(dir string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescape(f[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			out = append(out, mp)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func unmount(path string) error {
+	for attempt := 0; attempt < 20; attempt++ {
+		err := syscall.Unmount(path, 0)
+		switch {
+		case err == nil:
+			continue // stacked mounts: again until EINVAL
+		case errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOENT):
+			return nil
+		case errors.Is(err, syscall.EBUSY):
+			if err := syscall.Unmount(path, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+				return fmt.Errorf("unmount %s: %w", path, err)
+			}
+			return nil
+		default:
+			return fmt.Errorf("unmount %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// runToken is the token in an instance name "r<run id><token>-<seq>".
+var runToken = regexp.MustCompile(`r\d+([0-9a-f]{6})-\d+`)
+
+// tokenDead decides an object by the run token it carries.
+func (w *world) tokenDead(token string) (bool, string) {
+	if token != "" {
+		switch {
+		case w.liveTokens[token]:
+			return false, ""
+		case w.unrecorded > 0:
+			return false, fmt.Sprintf("its run %s has no record, and isobench process %d runs without one (an older isobench)", token, w.unrecorded)
+		}
+		return true, "its run " + token + " is not running"
+	}
+	if !w.otherAlive {
+		return true, "no isobench process is running"
+	}
+	return false, "it carries no run token, and other isobench processes are running"
+}
+
+// scanEngines finds Docker and Podman containers and LXD instances.
+func (w *world) scanEngines(ctx context.Context, p *Plan) {
+	for _, eng := range []string{"docker", "podman"} {
+		if _, err := exec.LookPath(eng); err != nil {
+			continue
+		}
+		out, err := exec.CommandContext(ctx, eng, "ps", "--all", "--no-trunc", "--filter", "label=isobench",
+			"--format", `{{.ID}}|{{.Names}}|{{.Label "isobench.run"}}|{{.Label "isobench.name"}}`).Output()
+		if err != nil {
+			p.Kept = append(p.Kept, Kept{eng, "containers", fmt.Sprintf("cannot list: %v", err)})
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			f := strings.Split(line, "|")
+			if len(f) < 4 || f[0] == "" {
+				continue
+			}
+			id, name, token := f[0], f[1], f[2]
+			if token == "" || token == "<no value>" {
+				token = ""
+				if m := runToken.FindStringSubmatch(f[3]); m != nil {
+					token = m[1]
+				}
+			}
+			dead, why := w.tokenDead(token)
+			if !dead {
+				if why != "" {
+					p.Kept = append(p.Kept, Kept{eng + "-container", name, why})
+				}
+				continue
+			}
+			eng, name := eng, name
+			p.Objects = append(p.Objects, Object{Kind: eng + "-container", Name: name, Why: why, order: orderContainer, rm: func(ctx context.Context) error {
+				out, err := exec.CommandContext(ctx, eng, "rm", "--force", "--volumes", id).CombinedOutput()
+				if err != nil && !strings.Contains(strings.ToLower(string(out)), "no such container") {
+					return fmt.Errorf("%s rm: %v: %s", eng, err, strings.TrimSpace(string(out)))
+				}
+				return nil
+			}})
+			if eng == "podman" {
+				for _, sd := range w.stateDirs {
+					for _, f := range []string{filepath.Join(sd, "podman-volumes", name), filepath.Join(sd, "podman-logs", name+".log")} {
+						if _, err := os.Lstat(f); err == nil {
+							f := f
+							p.Objects = append(p.Objects, Object{Kind: "dir", Name: f, Owner: name, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(f) }})
+						}
+					}
+				}
+			}
+		}
+	}
+	w.scanLXD(ctx, p)
+}
+
+func (w *world) scanLXD(ctx context.Context, p *Plan) {
+	if _, err := exec.LookPath("lxc"); err != nil {
+		return
+	}
+	if _, err := os.Stat("/var/snap/lxd/common/lxd/unix.socket"); err != nil {
+		if _, err := os.Stat("/var/lib/lxd/unix.socket"); err != nil {
+			return
+		}
+	}
+	out, err := exec.CommandContext(ctx, "lxc", "list", "isob-x", "--format", "json").Output()
+	if err != nil {
+		p.Kept = append(p.Kept, Kept{"lxd", "instances", fmt.Sprintf("cannot list: %v", err)})
+		return
+	}
+	var list []struct {
+		Name   string            `json:"name"`
+		Config map[string]string `json:"config"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		p.Kept = append(p.Kept, Kept{"lxd", "instances", fmt.Sprintf("cannot read the list: %v", err)})
+		return
+	}
+	for _, in := range list {
+		if !strings.HasPrefix(in.Name, "isob-x") {
+			continue
+		}
+		token := in.Config["user.isobench.run"]
+		if token == "" {
+			if m := runToken.FindStringSubmatch(in.Config["user.isobench.name"]); m != nil {
+				token = m[1]
+			}
+		}
+		dead, why := w.tokenDead(token)
+		if l, ok := w.leaseOf(in.Name); ok && l.Live {
+			dead = false
+		}
+		if !dead {
+			if why != "" {
+				p.Kept = append(p.Kept, Kept{"lxd-instance", in.Name, why})
+			}
+			continue
+		}
+		w.deadIDs[in.Name] = true
+		name := in.Name
+		p.Objects = append(p.Objects, Object{Kind: "lxd-instance", Name: name, Why: why, order: orderContainer, rm: func(ctx context.Context) error {
+			out, err := exec.CommandContext(ctx, "lxc", "delete", "--force", name).CombinedOutput()
+			if err != nil && !strings.Contains(string(out), "not found") {
+				return fmt.Errorf("lxc delete: %v: %s", err, strings.TrimSpace(string(out)))
+			}
+			return nil
+		}})
+		veth := "isv" + strings.TrimPrefix(name, "isob-")
+		if _, err := os.Stat("/sys/class/net/" + veth); err == nil {
+			p.Objects = append(p.Objects, Object{Kind: "veth", Name: veth, Owner: name, order: orderLink, rm: func(ctx context.Context) error { return hostnet.DeleteLink(ctx, veth) }})
+		}
+		for _, sd := range w.stateDirs {
+			d := filepath.Join(sd, "lxd-volumes", name)
+			if _, err := os.Lstat(d); err == nil {
+				p.Objects = append(p.Objects, Object{Kind: "dir", Name: d, Owner: name, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(d) }})
+			}
+		}
+	}
+}
+
+// scanNative finds native scratch directories, their cgroups and agents.
+func (w *world) scanNative(p *Plan) {
+	for _, td := range w.tempDirs {
+		base := filepath.Join(td, "isobench-native")
+		es, _ := os.ReadDir(base)
+		for _, e := range es {
+			dir := filepath.Join(base, e.Name())
+			token := ""
+			if m := runToken.FindStringSubmatch(e.Name()); m != nil && strings.HasPrefix(e.Name(), m[0]) {
+				token = m[1]
+			}
+			dead, why := w.tokenDead(token)
+			if !dead {
+				if why != "" {
+					p.Kept = append(p.Kept, Kept{"native-dir", dir, why})
+				}
+				continue
+			}
+			// its agents: processes whose scratch directory it is
+			for _, pr := range w.procs {
+				if pr.pid == w.self || !orphanOrDead(w, pr) {
+					continue
+				}
+				if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pr.pid)); strings.Contains(string(env), "ISOBENCH_SCRATCH="+dir) {
+					pid := pr.pid
+					p.Objects = append(p.Objects, Object{Kind: "process", Name: fmt.Sprintf("%d %s", pid, strings.Join(pr.argv, " ")), Owner: dir, order: orderProcess, rm: func(context.Context) error { return w.killTree(pid) }})
+				}
+			}
+			for _, c := range cgroupDirs() {
+				if filepath.Base(c) == e.Name() {
+					c := c
+					p.Objects = append(p.Objects, Object{Kind: "cgroup", Name: c, Owner: dir, order: orderCgroup, rm: func(context.Context) error { return rmCgroup(c) }})
+				}
+			}
+			p.Objects = append(p.Objects, Object{Kind: "dir", Name: dir, Why: why, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(dir) }})
+		}
+	}
+}
+
+// orphanOrDead: a process whose parent is init or a process that is not
+// isobench (an agent whose isobench died).
+func orphanOrDead(w *world, pr *proc) bool {
+	if pr.ppid == 1 {
+		return true
+	}
+	pp := w.procs[pr.ppid]
+	return pp == nil
+}
+
+// scanQEMU finds QEMU run directories whose owner died, with their tap,
+// disk, volume and process.
+func (w *world) scanQEMU(p *Plan) {
+	for _, td := range w.tempDirs {
+		dirs, _ := filepath.Glob(filepath.Join(td, "isoq-*"))
+		for _, d := range dirs {
+			b, err := os.ReadFile(filepath.Join(d, "owner"))
+			if err != nil {
+				continue
+			}
+			rec := map[string]string{}
+			for _, line := range strings.Split(string(b), "\n") {
+				if k, v, ok := strings.Cut(line, "="); ok {
+					rec[k] = v
+				}
+			}
+			pid, _ := strconv.Atoi(rec["pid"])
+			if pid <= 0 || runrec.Alive(pid, 0) {
+				continue
+			}
+			why := fmt.Sprintf("its isobench process %d is gone", pid)
+			_, roots := w.mentioning(d)
+			for _, r := range roots {
+				rp := r.pid
+				p.Objects = append(p.Objects, Object{Kind: "process", Name: fmt.Sprintf("%d %s", rp, strings.Join(r.argv, " ")), Owner: d, order: orderProcess, rm: func(context.Context) error { return w.killTree(rp) }})
+			}
+			if t := rec["tap"]; strings.HasPrefix(t, "isq") {
+				if _, err := os.Stat("/sys/class/net/" + t); err == nil {
+					p.Objects = append(p.Objects, Object{Kind: "tap", Name: t, Owner: d, order: orderLink, rm: func(ctx context.Context) error { return hostnet.DeleteLink(ctx, t) }})
+				}
+			}
+			for _, k := range []string{"disk", "volume"} {
+				if v := rec[k]; v != "" && filepath.IsAbs(v) {
+					if _, err := os.Lstat(v); err == nil {
+						p.Objects = append(p.Objects, Object{Kind: "qemu-" + k, Name: v, Owner: d, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(v) }})
+					}
+				}
+			}
+			d := d
+			p.Objects = append(p.Objects, Object{Kind: "dir", Name: d, Why: why, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(d) }})
+		}
+	}
+}
+
+// scanLeases finds leases whose process died: of instances found dead,
+// or whose port is gone.
+func (w *world) scanLeases(p *Plan) {
+	for _, l := range w.leases {
+		if l.Live {
+			continue
+		}
+		portGone := true
+		if strings.HasPrefix(l.Owner, "isob-") {
+			_, err := os.Stat("/sys/class/net/isv" + strings.TrimPrefix(l.Owner, "isob-"))
+			portGone = err != nil
+		}
+		if !w.deadIDs[l.Owner] && !portGone {
+			continue
+		}
+		a := l.Addr
+		p.Objects = append(p.Objects, Object{Kind: "lease", Name: fmt.Sprintf("%s %s", a, l.Owner), Owner: l.Owner,
+			Why: fmt.Sprintf("its process %d is gone", l.Pid), order: orderLease,
+			rm: func(context.Context) error { return w.bridge.RemoveLease(a) }})
+	}
+}
+
+// scanBridge plans removing the bridge and its rule when, once the plan's
+// objects are gone, no port and no live lease would be left.
+func (w *world) scanBridge(p *Plan) {
+	if !w.bridge.Exists() {
+		if ruleExists(w.bridge.Name) {
+			p.Objects = append(p.Objects, Object{Kind: "iptables-rule", Name: "FORWARD -i " + w.bridge.Name + " -o " + w.bridge.Name + " -j ACCEPT",
+				Why: "its bridge is gone", order: orderBridge, rm: func(ctx context.Context) error { return w.bridge.RemoveIfUnused(ctx) }})
+		}
+		return
+	}
+	going := map[string]bool{}
+	for _, o := range p.Objects {
+		if o.Kind == "veth" || o.Kind == "tap" {
+			going[o.Name] = true
+		}
+	}
+	for _, port := range w.bridge.Ports() {
+		if !going[port] {
+			return
+		}
+	}
+	for _, l := range w.leases {
+		if l.Live {
+			return
+		}
+	}
+	p.Objects = append(p.Objects, Object{Kind: "bridge", Name: w.bridge.Name + " and its FORWARD rule", Why: "no port or live lease is left on it", order: orderBridge,
+		rm: func(ctx context.Context) error {
+			if err := w.bridge.RemoveIfUnused(ctx); err != nil {
+				return err
+			}
+			if w.bridge.Exists() {
+				return fmt.Errorf("still in use: ports %v", w.bridge.Ports())
+			}
+			return nil
+		}})
+}
+
+func ruleExists(br string) bool {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return false
+	}
+	return exec.Command("iptables", "-C", "FORWARD", "-i", br, "-o", br, "-j", "ACCEPT").Run() == nil
+}
+
+// waitTick is the pause between attempts at removing a cgroup whose
+// processes are still being killed.
+func waitTick() { time.Sleep(20 * time.Millisecond) }

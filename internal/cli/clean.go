@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/isobench/isobench/internal/cleanup"
+	"github.com/isobench/isobench/internal/cleanup/runrec"
+	"github.com/isobench/isobench/internal/store"
+)
+
+const cleanSynopsis = `clean [--dry-run] [--state-dir DIR]
+
+Finds everything isobench created on this host (containers, instances, processes,
+mounts, cgroups, network namespaces, veths and taps, the bridge and its firewall
+rule, leases, scratch and volume directories, VM disks) that belongs to no live
+run, lists it and removes it; runs whose process died are marked "crashed".`
+
+func cmdClean(ctx context.Context, st *State, args []string) error {
+	fs := newFlags(st, "clean", cleanSynopsis)
+	dry := fs.Bool("dry-run", false, "only list what would be removed")
+	stateDir := fs.String("state-dir", "", "`DIR`: a state directory to search besides those of recorded runs (default /var/lib/isobench as root; ISOBENCH_STATE)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usage("clean takes no arguments, got %q", fs.Arg(0))
+	}
+	return cleanup.Clean(context.WithoutCancel(ctx), st.Stdout, cleanup.Options{StateDirs: []string{st.stateDir(*stateDir)}}, *dry)
+}
+
+// runRecord is what `isobench run` does for crash recovery before it
+// starts: it removes what dead runs left (saying so on stderr) and records
+// this run (with a fresh token for its instances), so that a later run or
+// `isobench clean` knows it is alive. The record is never nil; End it when
+// the run ends.
+func (st *State) runRecord(ctx context.Context, stateDir, db string) *runrec.Record {
+	cleanup.Sweep(context.WithoutCancel(ctx), st.Stderr, cleanup.Options{StateDirs: []string{stateDir}})
+	r := runrec.Record{Token: token(), StateDir: stateDir, DB: db, TempDir: os.TempDir()}
+	rec, err := runrec.Begin("", r)
+	if err != nil {
+		fmt.Fprintf(st.Stderr, "warning: this run is not recorded as running (after a crash, 'isobench clean' removes its objects only when no other isobench runs): %v\n", err)
+		return &r
+	}
+	return rec
+}
+
+// runStarted notes the run's id in its record, and marks the store's runs
+// that are still "running" but whose process on this host is gone as
+// crashed.
+func (st *State) runStarted(ctx context.Context, rec *runrec.Record, s *store.Store, id int64) {
+	rec.SetRunID(id)
+	runs, err := s.RunningRuns(ctx)
+	if err != nil {
+		return
+	}
+	host, _ := os.Hostname()
+	for _, r := range runs {
+		if r.ID == id || r.PID <= 0 || r.Hostname != host {
+			continue
+		}
+		// alive, and not a later process given the same pid
+		if at := runrec.StartedAt(r.PID); !at.IsZero() && !at.After(r.Started.Add(time.Second)) {
+			continue
+		}
+		note := fmt.Sprintf("isobench process %d died without ending the run (found by run %d)", r.PID, id)
+		if err := s.MarkCrashed(ctx, r.ID, note); err == nil {
+			fmt.Fprintf(st.Stderr, "run %d in this store was left running by process %d, which is gone: marked crashed\n", r.ID, r.PID)
+		}
+	}
+}
