@@ -323,3 +323,55 @@ func TestSSHDocker(t *testing.T) {
 	}
 	a.assertClean(t)
 }
+
+// TestSSHInterrupt: Ctrl-C during a run on a remote host ends the run as
+// interrupted, keeps what finished, and leaves nothing on the host.
+func TestSSHInterrupt(t *testing.T) {
+	tb := newTestbed(t, 1)
+	a := tb.hosts[0]
+	bin := conformance.BuildAgent(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "i.db")
+	ctx := withCtx(t, 5*time.Minute)
+	cmd := exec.CommandContext(ctx, bin, "run", "--quiet", "--db", db,
+		"--platform", tb.spec("native", a, "key="+tb.key),
+		"--workload", "cpu:threads=1,duration=0.5s", "--instances", "2", "--reps", "40")
+	var errs bytes.Buffer
+	cmd.Stderr = &errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for n := 0; n == 0; {
+		select {
+		case err := <-exited:
+			t.Fatalf("run ended before it was interrupted: %v\n%s", err, errs.String())
+		case <-time.After(200 * time.Millisecond): // the store has no notification to wait on
+		}
+		if _, err := os.Stat(db); err == nil {
+			n = len(samplesByHost(t, db)[a.url()])
+		}
+	}
+	// interrupt while instances are running there
+	for len(a.isobenchProcs(t)) < 3 { // platformd and two agents
+		select {
+		case err := <-exited:
+			t.Fatalf("run ended before it was interrupted: %v\n%s", err, errs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		t.Fatal("run did not end after SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("interrupted run exited %d, want 130\n%s", code, errs.String())
+	}
+	if len(samplesByHost(t, db)[a.url()]) == 0 {
+		t.Error("finished samples are gone")
+	}
+	a.assertClean(t)
+}
