@@ -108,6 +108,9 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkStore(ctx, *db); err != nil {
+		return err
+	}
 	env := platform.Env{AgentBinary: st.Executable, StateDir: st.stateDir(*stateDir), Log: st.Stderr}
 	rec := st.runRecord(ctx, env.StateDir, *db) // removes what dead runs left; records this one (clean.go)
 	defer rec.End()

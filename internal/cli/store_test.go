@@ -159,3 +159,37 @@ func TestReportRefusesToOverwriteTheStore(t *testing.T) {
 		t.Fatalf("report to r.md: %q (stdout %q)", b, out.String())
 	}
 }
+
+// run refuses a --db that is not a store before it sets anything up, and
+// leaves the file as it was.
+func TestRunRefusesAFileThatIsNotAStore(t *testing.T) {
+	dir := t.TempDir()
+	foreign := filepath.Join(dir, "other.sqlite")
+	db, err := sql.Open("sqlite", foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE notes(x TEXT); INSERT INTO notes VALUES('keep me')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	page := filepath.Join(dir, "report.html")
+	os.WriteFile(page, []byte("<html>a report, long enough to have a header of one hundred bytes or so...............</html>"), 0o644)
+	for _, path := range []string{foreign, page} {
+		before, _ := os.ReadFile(path)
+		tmp := t.TempDir()
+		t.Setenv("TMPDIR", tmp)
+		st, out, errb := newTestState(t)
+		code := Main(context.Background(), st, []string{"run", "--platform", "native", "--workload", "cpu:duration=50ms", "--reps", "1", "--db", path})
+		oneUsageLine(t, code, errb.String())
+		if !strings.Contains(errb.String(), "is not an isobench result store") || out.Len() != 0 {
+			t.Fatalf("stderr %q stdout %q", errb.String(), out.String())
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+			t.Fatalf("%s changed", path)
+		}
+		if left, _ := os.ReadDir(tmp); len(left) > 0 {
+			t.Fatalf("an instance was started: %v", left)
+		}
+	}
+}

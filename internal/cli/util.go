@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/isobench/isobench/internal/store"
 )
 
 func fileExists(path string) bool {
@@ -39,4 +43,23 @@ func samePath(out, db string) bool {
 // what to install or start.
 func unavailable(name string, err error) error {
 	return fmt.Errorf("%s is not available here: %w (see 'isobench doctor' for every platform)", name, err)
+}
+
+// checkStore refuses, before any platform is set up, a --db that exists
+// and is not an isobench store (another SQLite database, a report, any
+// file): the run would fail at its end, or write into someone else's
+// database. It only reads (read-only open); an empty file is a new store.
+func checkStore(ctx context.Context, path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() == 0 {
+		return nil // a new store; Open reports what is wrong with the path
+	}
+	s, err := store.OpenReadOnly(ctx, path)
+	if errors.Is(err, store.ErrNotStore) {
+		return usage("--db %s is not an isobench result store; it was left unchanged (give a new file name)", path)
+	}
+	if err != nil {
+		return fmt.Errorf("--db %s: %w", path, err)
+	}
+	return s.Close()
 }
