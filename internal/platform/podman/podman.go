@@ -442,7 +442,8 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		s.Phase("started", time.Now())
 	}
 	in.started = true
-	if s.Network == platform.NetBridge || s.Network == platform.NetDefault {
+	// nat is the bridge too, with ports also published on loopback
+	if s.Network == platform.NetBridge || s.Network == platform.NetDefault || s.Network == platform.NetNAT {
 		ip, err := podman(ctx, nil, "inspect", "--format", "{{.NetworkSettings.IPAddress}}", in.id)
 		if err != nil {
 			return nil, err
