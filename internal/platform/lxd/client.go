@@ -165,14 +165,8 @@ func (c *client) wait(ctx context.Context, opPath string) (*operation, error) {
 
 // websocket opens an operation's websocket with secret.
 func (c *client) websocket(ctx context.Context, opPath, secret string) (*wsConn, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.socket)
+	ws, err := dialWebsocket(ctx, c.socket, opPath+"/websocket?secret="+url.QueryEscape(secret))
 	if err != nil {
-		return nil, fmt.Errorf("lxd websocket: %w", err)
-	}
-	ws, err := wsHandshake(conn, "lxd", opPath+"/websocket?secret="+url.QueryEscape(secret))
-	if err != nil {
-		conn.Close()
 		return nil, fmt.Errorf("lxd %s: %w", opPath, err)
 	}
 	return ws, nil

@@ -82,7 +82,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 			for {
 				n, err := stdio.Stdin.Read(buf)
 				if n > 0 {
-					if werr := ws.writeFrame(opBinary, buf[:n]); werr != nil {
+					if werr := ws.write(false, buf[:n]); werr != nil {
 						return // the command ended and the stream was closed
 					}
 				}
@@ -91,15 +91,15 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 				}
 			}
 		}
-		ws.writeFrame(opText, nil)
+		ws.write(true, nil)
 	}()
 	// stdout and stderr: binary messages until a text message or close
 	var outputs sync.WaitGroup
 	recv := func(ws *wsConn, w io.Writer) {
 		defer outputs.Done()
 		for {
-			op, data, err := ws.readMessage()
-			if err != nil || op == opText {
+			text, data, err := ws.readMessage()
+			if err != nil || text {
 				return
 			}
 			if w != nil {
@@ -133,7 +133,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	case res = <-waited:
 	case <-ctx.Done():
 		sig, _ := json.Marshal(map[string]any{"command": "signal", "signal": 9})
-		conns["control"].writeFrame(opText, sig)
+		conns["control"].write(true, sig)
 		closeAll()
 		return fmt.Errorf("lxd exec %q: %w", argv[0], ctx.Err())
 	}

@@ -1,19 +1,25 @@
 package lxd
 
 import (
-	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/local"
+	"github.com/isobench/isobench/internal/platform/local/localtest"
 )
 
 func newPlatform(t *testing.T, opts, agent, state string) *Platform {
@@ -53,18 +59,25 @@ func removeNewImages(t *testing.T, p *Platform) {
 	})
 }
 
-// TestConformance runs the shared platform suite against LXD.
+// TestConformance runs the shared platform suite against LXD. Leftovers
+// are those of the suite's own instances: other packages' tests share the
+// state directory and the daemon.
 func TestConformance(t *testing.T) {
 	skipUnavailable(t)
 	agent := conformance.BuildAgent(t)
 	state := local.TestStateDir()
+	rec := &localtest.Recorder{}
 	conformance.Run(t, func(t *testing.T) platform.Platform {
 		p := newPlatform(t, "lxd", agent, state)
 		removeNewImages(t, p)
-		return p
+		rec.Platform = p
+		return rec
 	}, conformance.Opts{
 		NoNetworks: []string{platform.NetHost}, // LXD containers always have their own network namespace
-		Leftovers:  func(ctx context.Context) ([]string, error) { return Leftovers(ctx, state) },
+		Leftovers: func(ctx context.Context) ([]string, error) {
+			all, err := Leftovers(ctx, state)
+			return rec.Mine(all), err
+		},
 	})
 }
 
@@ -137,73 +150,88 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-// TestWebsocket checks the websocket client against a scripted server
-// end: handshake, masked frames, a fragmented message, ping and close.
+// TestWebsocket checks the websocket streams against a websocket server on
+// a unix socket, as LXD's: the handshake with the secret in the query, a
+// binary message each way, a ping answered with a pong, the empty text
+// message that ends stdin, and the server's close read as io.EOF; a refused
+// handshake reports the server's answer.
 func TestWebsocket(t *testing.T) {
-	cli, srv := net.Pipe()
-	defer cli.Close()
-	done := make(chan error, 1)
-	go func() {
-		done <- func() error {
-			buf := make([]byte, 4096)
-			n, err := srv.Read(buf)
-			if err != nil {
-				return err
-			}
-			req := string(buf[:n])
-			var key string
-			for _, l := range strings.Split(req, "\r\n") {
-				if v, ok := strings.CutPrefix(l, "Sec-WebSocket-Key: "); ok {
-					key = v
-				}
-			}
-			io.WriteString(srv, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "+wsAccept(key)+"\r\n\r\n")
-			// the client's message, masked
-			fin, op, payload, err := readFrame(srv)
-			if err != nil || !fin || op != opBinary || string(payload) != "ping me" {
-				t.Errorf("server got %v %x %q %v", fin, op, payload, err)
-			}
-			// a ping, then "hello world" in two fragments, then close
-			srv.Write([]byte{0x80 | opPing, 2, 'h', 'i'})
-			if _, op, payload, err := readFrame(srv); err != nil || op != opPong || string(payload) != "hi" {
-				t.Errorf("pong %x %q %v", op, payload, err)
-			}
-			srv.Write(append([]byte{opBinary, 6}, "hello "...))
-			srv.Write(append([]byte{0x80 | opContinuation, 5}, "world"...))
-			srv.Write([]byte{0x80 | opClose, 2, 0x03, 0xe8})
-			_, op, _, err = readFrame(srv)
-			if err != nil || op != opClose {
-				t.Errorf("close answer %x %v", op, err)
-			}
-			return nil
-		}()
-	}()
-	ws, err := wsHandshake(cli, "lxd", "/x")
+	sock := filepath.Join(t.TempDir(), "unix.socket")
+	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ws.writeFrame(opBinary, []byte("ping me")); err != nil {
+	serverErr := make(chan error, 1)
+	up := websocket.Upgrader{}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("secret") != "s3cret" {
+			http.Error(w, "bad secret", http.StatusForbidden)
+			return
+		}
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			serverErr <- err
+			return
+		}
+		defer c.Close()
+		serverErr <- func() error {
+			ponged := make(chan string, 1)
+			c.SetPongHandler(func(p string) error { ponged <- p; return nil })
+			if typ, m, err := c.ReadMessage(); err != nil || typ != websocket.BinaryMessage || string(m) != "ping me" {
+				return fmt.Errorf("server read %d %q %v", typ, m, err)
+			}
+			if err := c.WriteControl(websocket.PingMessage, []byte("hi"), time.Now().Add(5*time.Second)); err != nil {
+				return err
+			}
+			if err := c.WriteMessage(websocket.BinaryMessage, []byte("hello world")); err != nil {
+				return err
+			}
+			if typ, m, err := c.ReadMessage(); err != nil || typ != websocket.TextMessage || len(m) != 0 {
+				return fmt.Errorf("server read %d %q %v, want the empty text message", typ, m, err)
+			}
+			select {
+			case p := <-ponged:
+				if p != "hi" {
+					return fmt.Errorf("pong %q, want hi", p)
+				}
+			default:
+				return errors.New("the client did not answer the ping before its next message")
+			}
+			if err := c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(5*time.Second)); err != nil {
+				return err
+			}
+			if _, _, err := c.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+				return fmt.Errorf("after close: %v, want the client's close", err)
+			}
+			return nil
+		}()
+	})}
+	go srv.Serve(l)
+	defer srv.Close()
+
+	ctx := t.Context()
+	if _, err := dialWebsocket(ctx, sock, "/1.0/operations/x/websocket?secret=wrong"); err == nil || !strings.Contains(err.Error(), "bad secret") {
+		t.Errorf("refused handshake: %v, want the server's answer", err)
+	}
+	ws, err := dialWebsocket(ctx, sock, "/1.0/operations/x/websocket?secret=s3cret")
+	if err != nil {
 		t.Fatal(err)
 	}
-	op, data, err := ws.readMessage()
-	if err != nil || op != opBinary || string(data) != "hello world" {
-		t.Errorf("message %x %q %v", op, data, err)
+	defer ws.Close()
+	if err := ws.write(false, []byte("ping me")); err != nil {
+		t.Fatal(err)
+	}
+	text, data, err := ws.readMessage()
+	if err != nil || text || string(data) != "hello world" {
+		t.Errorf("message %v %q %v", text, data, err)
+	}
+	if err := ws.write(true, nil); err != nil {
+		t.Fatal(err)
 	}
 	if _, _, err := ws.readMessage(); err != io.EOF {
-		t.Errorf("after close: %v, want io.EOF", err)
+		t.Errorf("after the server's close: %v, want io.EOF", err)
 	}
-	if err := <-done; err != nil {
+	if err := <-serverErr; err != nil {
 		t.Fatal(err)
-	}
-	// long frames use the 16- and 64-bit lengths
-	for _, n := range []int{125, 126, 70000} {
-		var b bytes.Buffer
-		if err := writeFrame(&b, opBinary, bytes.Repeat([]byte{7}, n)); err != nil {
-			t.Fatal(err)
-		}
-		_, _, p, err := readFrame(&b)
-		if err != nil || len(p) != n || p[n-1] != 7 {
-			t.Errorf("frame of %d: got %d bytes, %v", n, len(p), err)
-		}
 	}
 }
