@@ -262,9 +262,16 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instan
 		}
 		return in, nil
 	case <-ctx.Done():
-		// the remote side closes what it made when the connection or
-		// platformd ends; closing the stream here abandons the reply
-		st.Close()
+		// the instance may still be made: close it when it is
+		go func() {
+			if err := <-created; err == nil {
+				cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				in.Close(cctx)
+			} else {
+				st.Close()
+			}
+		}()
 		return nil, fmt.Errorf("create on %s: %w", p.host, ctx.Err())
 	}
 }
