@@ -22,7 +22,7 @@ func startAgent(t *testing.T, key string) string {
 	sock := filepath.Join(t.TempDir(), "agent.sock")
 	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
 	if err := cmd.Start(); err != nil {
-		t.Skipf("ssh-agent: %v", err)
+		t.Fatalf("ssh-agent: %v", err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	deadline := time.Now().Add(20 * time.Second)

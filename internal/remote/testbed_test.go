@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -21,6 +22,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/isobench/isobench/internal/platform/conformance"
 )
 
 const sshd = "/usr/sbin/sshd"
@@ -54,15 +57,16 @@ func requireTestbed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no SSH test hosts")
 	}
+	// "remote" in $ISOBENCH_REQUIRE_PLATFORMS makes a missing piece fail
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
+		conformance.SkipUnlessRequired(t, "remote", errors.New("needs root to create network namespaces"))
 	}
 	if _, err := os.Stat(sshd); err != nil {
-		t.Skipf("%s missing: apt-get install -y openssh-server", sshd)
+		conformance.SkipUnlessRequired(t, "remote", fmt.Errorf("%s missing: apt-get install -y openssh-server", sshd))
 	}
-	for _, tool := range []string{"ip", "nsenter"} {
+	for _, tool := range []string{"ip", "nsenter", "ssh-agent", "ssh-add"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s (iproute2, util-linux)", tool)
+			conformance.SkipUnlessRequired(t, "remote", fmt.Errorf("needs %s (iproute2, util-linux, openssh-client)", tool))
 		}
 	}
 }
