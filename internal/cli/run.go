@@ -47,6 +47,7 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	db := fs.String("db", "isobench.db", "`FILE`: result store (SQLite)")
 	stateDir := fs.String("state-dir", "", "`DIR`: where images and rootfs trees are kept (default /var/lib/isobench as root, else ~/.cache/isobench; ISOBENCH_STATE)")
 	quiet := fs.Bool("quiet", false, "no progress display")
+	failFast := fs.Bool("fail-fast", false, "stop at the first failed cell (by default a failed cell is recorded with its reason and the run goes on)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	if plan.Auto != nil {
 		fmt.Fprintf(st.Stderr, "stopping rule: each cell repeats until every platform's median has a 95%% bootstrap interval within ±%g%% of itself (at least 5 repetitions), at most %d repetitions\n", study.Target, plan.Reps)
 	}
-	r := &runner.Runner{Sink: s, RunID: runID, Token: rec.Token}
+	r := &runner.Runner{Sink: s, RunID: runID, Token: rec.Token, FailFast: *failFast}
 	tty := st.StderrTTY && !*quiet
 	r.Progress = progressLine(st.Stderr, tty)
 	runErr := r.Run(ctx, plan)
@@ -190,6 +191,10 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		if err := report.Table(st.Stdout, cells); err != nil {
 			return errors.Join(runErr, err)
 		}
+	}
+	if sum := r.Summary(); sum != "" {
+		// failed cells and instances not removed, also in the store
+		fmt.Fprint(st.Stdout, "\n"+sum)
 	}
 	if runErr != nil {
 		return fmt.Errorf("run %d %s (finished samples are kept in %s): %w", runID, status, *db, runErr)

@@ -188,7 +188,7 @@ func explainOOM(ctx context.Context, insts []platform.Instance, limit int64, err
 		}
 		confirmed = true
 		if yes {
-			killed = append(killed, fmt.Sprintf("%d (%s)", i, in.ID()))
+			killed = append(killed, fmt.Sprintf("%d (%s)", i, shortID(in.ID())))
 		}
 	}
 	if len(killed) > 0 {
@@ -199,6 +199,15 @@ func explainOOM(ctx context.Context, insts []platform.Instance, limit int64, err
 		return &OOMError{Instances: []string{"?"}, Limit: limit, Inferred: true, Err: err}
 	}
 	return err
+}
+
+// shortID shortens engine ids the way their tools print them (Docker's
+// 64 hex digits to 12).
+func shortID(id string) string {
+	if len(id) == 64 && strings.Trim(id, "0123456789abcdef") == "" {
+		return id[:12]
+	}
+	return id
 }
 
 // record keeps a failure (in the runner and, when the sink keeps them, in
