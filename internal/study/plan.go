@@ -10,6 +10,7 @@ import (
 
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/stream"
 )
 
 // Job is one expanded workload of a plan (one value of a sweep).
@@ -152,14 +153,17 @@ func perRep(name string, p workload.Params) time.Duration {
 		}
 		return d + 500*time.Millisecond
 	case "stream":
-		n := 10e6
+		n := float64(stream.DefaultElements)
 		if v := p.Str("array-size"); v != "auto" {
 			if x, err := spec.ParseSize(v); err == nil {
 				n = float64(x)
 			}
+		} else if llc, err := stream.LastLevelCache("/sys/devices/system/cpu/cpu0/cache"); err == nil && 4*float64(llc)/8 > n {
+			n = 4 * float64(llc) / 8 // STREAM's rule, as the workload applies it
 		}
-		// 4 kernels, ~3 arrays of 8-byte elements each, at ~5 GB/s
-		return sec(1 + float64(p.Int("passes"))*4*3*8*n/5e9)
+		// filling 3 arrays, then 4 kernels touching 2.5 arrays on average
+		// per pass, at ~3 GB/s
+		return sec(0.5 + 3*8*n/2e9 + float64(p.Int("passes"))*4*2.5*8*n/3e9)
 	case "blockio":
 		size := float64(p.Size("size"))
 		if p.Str("mode") == "ionugget" {
