@@ -54,6 +54,8 @@ type Cell struct {
 	// Aggregate holds, when instances > 1, the per-repetition aggregate
 	// over all instances (sum of throughput, worst latency).
 	Aggregate []float64 `json:"aggregate,omitempty"`
+
+	seen int // order of the cell's first sample (a workload's first metric is its primary one)
 }
 
 // Label is the platform with its options, as given on the command line.
@@ -106,6 +108,7 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 			g = &acc{cell: Cell{Platform: s.Platform, Options: s.Options, Workload: s.Workload, Params: s.Params,
 				Instances: s.Instances, Metric: s.Metric, Unit: s.Unit, Better: string(s.Better)},
 				perRep: map[int][]float64{}, aggRep: map[int]float64{}, order: n}
+			g.cell.seen = n
 			n++
 			groups[k] = g
 		}
@@ -164,8 +167,13 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 			c.Overhead, c.Coefficient, c.Verdict = r.Overhead, r.Coefficient, r.Verdict
 			if c.Label() == o.Baseline {
 				c.Verdict = "baseline"
+			} else if PhaseMetric(c.Metric) && c.Platform != b.cell.Platform {
+				c.Verdict = VerdictNoPhaseVerdict
 			}
 		}
+	}
+	if _, ok := labelOrder[o.Baseline]; ok {
+		labelOrder[o.Baseline] = -1 // the baseline is listed first
 	}
 	slices.SortStableFunc(cells, func(a, b *acc) int {
 		ca, cb := a.cell, b.cell
