@@ -161,7 +161,7 @@ func summaryLine(c Cell) string {
 		if c.RatioValid {
 			ci = fmt.Sprintf(", 95%% CI [%s, %s]", ratioNum(lo), ratioNum(hi))
 		}
-		return fmt.Sprintf("%s× %s than %s (%s vs %s%s)%s", ratioNum(f), c.Verdict, c.Baseline, num(c.Median), num(baseMedian), unit, ci)
+		return fmt.Sprintf("%s× %s than %s (%s%s vs %s%s)%s", ratioNum(f), c.Verdict, c.Baseline, num(c.Median), unit, num(baseMedian), unit, ci)
 	}
 	return fmt.Sprintf("%s× %s%s — %s", ratioNum(c.Ratio), c.Baseline, ci, c.Verdict)
 }

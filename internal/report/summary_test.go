@@ -97,7 +97,7 @@ func TestSummaryContent(t *testing.T) {
 	}
 	var b bytes.Buffer
 	Summary(&b, docs["summary-startup.txt"], SummaryOptions{})
-	if !regexpMatch(`docker\s+5\d\.\d× slower than native \(1\d\d ms vs 3\.\d+ ms\), 95% CI \[`, b.String()) {
+	if !regexpMatch(`docker\s+5\d\.\d× slower than native \(1\d\d(\.\d)? ms vs 3\.\d+ ms\), 95% CI \[`, b.String()) {
 		t.Errorf("no '58× slower than native' line:\n%s", b.String())
 	}
 	if !regexpMatch(`cpu:[^\n]*\n\s+native[^\n]*baseline\n\s+docker\s+\d\.\d\d× native, 95% CI \[[^]]*\] — (no detectable difference|slower|faster)`, b.String()) {
