@@ -105,6 +105,10 @@ type Runner struct {
 	// is given: it is given up on after max(MinRunBound, 3× its duration
 	// parameter). 0 means 10 s.
 	MinRunBound time.Duration
+	// Skip, when set, is asked before each repetition (rep as in
+	// Progress: warm-ups are negative); a repetition it skips counts as
+	// done and is not run (resuming a run whose store has it already).
+	Skip func(target string, cell Cell, rep int) bool
 
 	seq       atomic.Int64
 	mu        sync.Mutex
@@ -176,6 +180,10 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 			for rep := -p.Warmup; rep < p.Reps && len(failed) < len(p.Targets); rep++ {
 				for _, t := range rotate(p.Targets, rep+p.Warmup) {
 					if failed[t.Label] {
+						continue
+					}
+					if r.Skip != nil && r.Skip(t.Label, cell, rep) {
+						done++
 						continue
 					}
 					if r.Progress != nil {
