@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isobench/isobench/internal/platform/conformance"
+
 	_ "modernc.org/sqlite"
 )
 
@@ -24,6 +26,25 @@ import (
 // and that no agent process of the run is left.
 func TestCtrlCIsAnInterruption(t *testing.T) {
 	needBinary(t)
+	// the race it guards against is lost about once in 20 signals: try
+	// every point several times
+	ctrlC(t, "native", 4)
+}
+
+// TestCtrlCIsAnInterruptionOnLXC is the same on LXC, where the workload
+// runs under lxc-attach, a child of isobench.
+func TestCtrlCIsAnInterruptionOnLXC(t *testing.T) {
+	needBinary(t)
+	if os.Geteuid() != 0 {
+		conformance.SkipUnlessRequired(t, "lxc", errors.New("needs root"))
+	}
+	if _, err := exec.LookPath("lxc-attach"); err != nil {
+		conformance.SkipUnlessRequired(t, "lxc", err)
+	}
+	ctrlC(t, "lxc", 2)
+}
+
+func ctrlC(t *testing.T, platform string, rounds int) {
 	type point struct {
 		name string
 		// wait returns when the run reached the point (false: not yet)
@@ -44,15 +65,12 @@ func TestCtrlCIsAnInterruption(t *testing.T) {
 		{"right after the third repetition was stored", betweenReps(3)},
 		{"agents running, fourth repetition", agentsRunning(3)},
 	}
-	// the race it guards against is lost about once in 20 signals: try
-	// every point several times
-	const rounds = 4
 	for i := range rounds * len(points) {
 		pt := points[i%len(points)]
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
 			dir := t.TempDir()
 			db := filepath.Join(dir, "int.db")
-			cmd := exec.Command(binary, "run", "--platform", "native",
+			cmd := exec.Command(binary, "run", "--platform", platform,
 				"--workload", "cpu:duration=1s,max-prime=2000", "--instances", "2", "--reps", "50", "--db", db)
 			cmd.Env = append(os.Environ(), "ISOBENCH_STATE="+filepath.Join(dir, "state"), "TMPDIR="+dir)
 			// isobench leads a group of its own, as in a shell, so the
@@ -137,7 +155,8 @@ func runStatus(t *testing.T, db string) string {
 }
 
 // agentChildren lists the children of pid running "agent run" (the
-// workload), directly or through "agent cgexec".
+// workload): directly, through "agent cgexec" or through an engine's
+// helper (lxc-attach ... -- AGENT agent run ...).
 func agentChildren(pid int) []int {
 	ents, _ := os.ReadDir("/proc")
 	var out []int
