@@ -31,7 +31,9 @@
 //     dead (crashed) run.
 //   - Objects that carry the run's token (Docker, Podman and LXD labels,
 //     native and QEMU names, which hold the instance name r<id><token>-N)
-//     are dead when no live record has that token.
+//     are dead when a dead record has that token, or when no record has
+//     it and no isobench run without a record (an older isobench) is
+//     running.
 //   - Local instances (ids without the token) are dead when their engine
 //     process was orphaned (its parent is init: the isobench process that
 //     started it died), or, with no engine process left, when their lease
@@ -136,13 +138,16 @@ func Scan(ctx context.Context, o Options) (*Plan, error) {
 
 // Remove removes the plan's objects in order (processes and containers
 // first, the bridge last) and returns every failure. Dead runs' records
-// are removed once their objects are.
+// are removed once everything was.
 func Remove(ctx context.Context, p *Plan) []Failure {
 	var fails []Failure
 	for _, o := range p.Objects {
 		if err := o.rm(ctx); err != nil {
 			fails = append(fails, Failure{Object: o, Err: err})
 		}
+	}
+	if len(fails) > 0 {
+		return fails // the records say whose the rest is, for the next try
 	}
 	for _, r := range p.DeadRuns {
 		if err := r.End(); err != nil {
@@ -192,6 +197,7 @@ type world struct {
 	procs      map[int]*proc
 	records    []*runrec.Record
 	liveTokens map[string]bool
+	deadTokens map[string]int // token -> pid of its dead run
 	stateDirs  []string
 	tempDirs   []string
 	// deadDirs are state (and temp) directories only dead runs used.
@@ -207,7 +213,7 @@ type world struct {
 }
 
 func newWorld(o Options) *world {
-	w := &world{o: o, self: os.Getpid(), liveTokens: map[string]bool{}, deadDirs: map[string]bool{}, deadIDs: map[string]bool{}}
+	w := &world{o: o, self: os.Getpid(), liveTokens: map[string]bool{}, deadTokens: map[string]int{}, deadDirs: map[string]bool{}, deadIDs: map[string]bool{}}
 	w.records = runrec.List(o.RecordDir)
 	liveDirs := map[string]bool{}
 	add := func(list *[]string, d string) {
@@ -237,6 +243,8 @@ func newWorld(o Options) *world {
 				w.liveTokens[r.Token] = true
 			}
 			liveDirs[filepath.Clean(r.StateDir)] = true
+		} else if r.Token != "" {
+			w.deadTokens[r.Token] = r.Pid
 		}
 	}
 	for _, r := range w.records {
@@ -718,6 +726,8 @@ func (w *world) tokenDead(token string) (bool, string) {
 		switch {
 		case w.liveTokens[token]:
 			return false, ""
+		case w.deadTokens[token] > 0:
+			return true, fmt.Sprintf("its run %s died (process %d)", token, w.deadTokens[token])
 		case w.unrecorded > 0:
 			return false, fmt.Sprintf("its run %s has no record, and isobench process %d runs without one (an older isobench)", token, w.unrecorded)
 		}

@@ -338,6 +338,29 @@ func (b *Bridge) removeIfUnused(ctx context.Context) error {
 	return b.forward(ctx, false)
 }
 
+// Snapshot is the bridge's state as one consistent view.
+type Snapshot struct {
+	Exists bool     // the bridge device exists
+	Rule   bool     // its FORWARD accept rule is in place
+	Ports  []string // devices on it
+	Leases []LeaseInfo
+}
+
+// Snapshot reads the bridge's state under the lock, so no other process
+// is midway through creating, changing or removing it.
+func (b *Bridge) Snapshot(ctx context.Context) (Snapshot, error) {
+	unlock, err := b.lock()
+	if err != nil {
+		return Snapshot{}, err
+	}
+	defer unlock()
+	s := Snapshot{Exists: b.Exists(), Ports: b.Ports(), Leases: b.Leases()}
+	if _, err := exec.LookPath("iptables"); err == nil {
+		s.Rule = exec.CommandContext(ctx, "iptables", "-C", "FORWARD", "-i", b.Name, "-o", b.Name, "-j", "ACCEPT").Run() == nil
+	}
+	return s, nil
+}
+
 // DeleteLink removes a tap or veth device if it exists.
 func DeleteLink(ctx context.Context, name string) error {
 	if _, err := os.Stat("/sys/class/net/" + name); err != nil {

@@ -1,0 +1,152 @@
+package cleanup
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/isobench/isobench/internal/cleanup/runrec"
+)
+
+func TestRunRecords(t *testing.T) {
+	dir := t.TempDir()
+	r, err := runrec.Begin(dir, runrec.Record{Token: "abc123", StateDir: "/s", DB: "x.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetRunID(7); err != nil {
+		t.Fatal(err)
+	}
+	list := runrec.List(dir)
+	if len(list) != 1 || list[0].Pid != os.Getpid() || list[0].RunID != 7 || list[0].Token != "abc123" || !filepath.IsAbs(list[0].DB) {
+		t.Fatalf("records %+v", list)
+	}
+	if !list[0].Alive() {
+		t.Fatal("this process's record is not alive")
+	}
+	if runrec.Alive(os.Getpid(), list[0].Start+1) {
+		t.Fatal("a process with another start time (a reused pid) counted alive")
+	}
+	// a process that ended is dead
+	c := exec.Command("true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if runrec.Alive(c.Process.Pid, 0) {
+		t.Fatalf("exited process %d counted alive", c.Process.Pid)
+	}
+	if err := r.End(); err != nil {
+		t.Fatal(err)
+	}
+	if len(runrec.List(dir)) != 0 {
+		t.Fatal("record left after End")
+	}
+}
+
+// startOrphan starts a process whose command line names id and whose
+// parent exits at once, as an engine process does when the isobench that
+// started it is killed; it returns its pid.
+func startOrphan(t *testing.T, id string) int {
+	t.Helper()
+	out, err := exec.Command("bash", "-c", `(exec -a `+id+` sleep 600) >/dev/null 2>&1 & echo $!`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command("kill", "-9", strconv.Itoa(pid)).Run() })
+	return pid
+}
+
+// TestScanFindsADeadRunsInstance: a run recorded as dead (its process
+// exited), with an instance directory in its state directory and an
+// engine process orphaned by it, is found and removed; an instance in the
+// same state directory whose engine process has a live parent (this test)
+// is kept.
+func TestScanFindsADeadRunsInstance(t *testing.T) {
+	for _, tool := range []string{"bash", "sleep"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip("needs " + tool)
+		}
+	}
+	records := t.TempDir()
+	state := t.TempDir()
+	// the dead run: a record written for a process that has exited
+	c := exec.Command("true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(records, strconv.Itoa(c.Process.Pid)+".json"),
+		[]byte(`{"pid":`+strconv.Itoa(c.Process.Pid)+`,"start":1,"token":"dead01","state_dir":"`+state+`"}`), 0o644)
+	deadID, liveID := "isob-t0badc0de", "isob-t00c0ffee"
+	for _, id := range []string{deadID, liveID} {
+		if err := os.MkdirAll(filepath.Join(state, "instances", id, "upper"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orphan := startOrphan(t, deadID)
+	live := exec.Command("bash", "-c", `exec -a `+liveID+` sleep 600`)
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+
+	ctx := context.Background()
+	p, err := Scan(ctx, Options{StateDirs: []string{state}, RecordDir: records, TempDirs: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, o := range p.Objects {
+		if strings.Contains(o.Name, liveID) {
+			t.Errorf("live instance's %s %s planned for removal (%s)", o.Kind, o.Name, o.Why)
+		}
+		if strings.Contains(o.Name, deadID) {
+			found = append(found, o.Kind)
+		}
+	}
+	if !strings.Contains(strings.Join(found, " "), "process") || !strings.Contains(strings.Join(found, " "), "dir") {
+		t.Fatalf("dead instance: found %v, want its process and its directory", found)
+	}
+	if len(p.DeadRuns) != 1 || p.DeadRuns[0].Token != "dead01" {
+		t.Fatalf("dead runs %+v", p.DeadRuns)
+	}
+	var out bytes.Buffer
+	Report(&out, p, false, nil)
+	if !strings.Contains(out.String(), "would remove process "+strconv.Itoa(orphan)) {
+		t.Errorf("dry-run report lacks the orphan:\n%s", out.String())
+	}
+	// only this test's objects are removed
+	var mine []Object
+	for _, o := range p.Objects {
+		if strings.Contains(o.Name, deadID) {
+			mine = append(mine, o)
+		}
+	}
+	p.Objects = mine
+	if fails := Remove(ctx, p); len(fails) > 0 {
+		t.Fatalf("failures: %v", fails)
+	}
+	if _, err := os.Stat(filepath.Join(state, "instances", deadID)); err == nil {
+		t.Error("dead instance's directory left")
+	}
+	if runrec.Alive(orphan, 0) {
+		t.Error("orphaned engine process left running")
+	}
+	if _, err := os.Stat(filepath.Join(state, "instances", liveID)); err != nil {
+		t.Error("live instance's directory removed")
+	}
+	if live.ProcessState != nil || !runrec.Alive(live.Process.Pid, 0) {
+		t.Error("live instance's process killed")
+	}
+	if len(runrec.List(records)) != 0 {
+		t.Error("dead run's record left")
+	}
+}
