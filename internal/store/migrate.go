@@ -59,6 +59,10 @@ CREATE INDEX IF NOT EXISTS samples_cell ON samples(run_id, workload, metric, pla
 	},
 	// 3: failed cells and failed removals, kept with their run (failures.go).
 	migrateFailures,
+	// 4: how a run was started (its command line, or the study file), so
+	// 'isobench runs' lists it and 'run --resume' replays its plan, and
+	// where a merged run came from (runs.go).
+	migrateRunsProvenance,
 }
 
 // SchemaVersion is the schema version this isobench writes.

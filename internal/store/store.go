@@ -222,6 +222,8 @@ type Run struct {
 	Error       string // why a run failed, was interrupted or crashed
 	PID         int    // the isobench process that ran it (0: unknown, an old store)
 	Hostname    string // the host it ran on ("" if unknown)
+	Command     string // the command line that started it ("" if unknown: an older store)
+	Origin      string // for a merged run: the store and run id it came from ("" otherwise)
 }
 
 // BeginRun records a new run, with this process's pid and host name, and
@@ -266,12 +268,27 @@ func (s *Store) Add(ctx context.Context, samples []sample.Sample) error {
 		return fmt.Errorf("store: %w", err)
 	}
 	defer tx.Rollback()
+	if err := addSamples(ctx, tx, 0, samples); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit samples: %w", err)
+	}
+	return nil
+}
+
+// addSamples inserts samples in tx, with run id runID when it is not 0
+// (merge re-points them) and their own otherwise.
+func addSamples(ctx context.Context, tx *sql.Tx, runID int64, samples []sample.Sample) error {
 	st, err := tx.PrepareContext(ctx, `INSERT INTO samples(run_id, platform, options, workload, params, instances, instance, rep, warmup, metric, unit, better, value, start, duration_ns, tags) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	defer st.Close()
 	for _, x := range samples {
+		if runID != 0 {
+			x.RunID = runID
+		}
 		tags, _ := json.Marshal(x.Tags)
 		if x.Tags == nil {
 			tags = []byte("{}")
@@ -280,9 +297,6 @@ func (s *Store) Add(ctx context.Context, samples []sample.Sample) error {
 			x.Metric, x.Unit, string(x.Better), x.Value, x.Start.UTC().Format(time.RFC3339Nano), int64(x.Duration), string(tags)); err != nil {
 			return fmt.Errorf("store: add sample: %w", err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit samples: %w", err)
 	}
 	return nil
 }
@@ -346,7 +360,8 @@ func (s *Store) Samples(ctx context.Context, f Filter) ([]sample.Sample, error) 
 // Runs lists the runs, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, started, COALESCE(finished,''), status, study, fingerprint, `+
-		s.col("error", "''")+`, COALESCE(`+s.col("pid", "NULL")+`, 0), COALESCE(`+s.col("hostname", "NULL")+`, '') FROM runs ORDER BY id`)
+		s.col("error", "''")+`, COALESCE(`+s.col("pid", "NULL")+`, 0), COALESCE(`+s.col("hostname", "NULL")+`, ''), `+
+		s.col("command", "''")+`, `+s.col("origin", "''")+` FROM runs ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: query runs: %w", err)
 	}
@@ -355,7 +370,7 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 	for rows.Next() {
 		var r Run
 		var started, finished, study, fp string
-		if err := rows.Scan(&r.ID, &started, &finished, &r.Status, &study, &fp, &r.Error, &r.PID, &r.Hostname); err != nil {
+		if err := rows.Scan(&r.ID, &started, &finished, &r.Status, &study, &fp, &r.Error, &r.PID, &r.Hostname, &r.Command, &r.Origin); err != nil {
 			return nil, fmt.Errorf("store: read run: %w", err)
 		}
 		r.Started, _ = time.Parse(time.RFC3339Nano, started)
