@@ -19,7 +19,7 @@ type State struct {
 	CellIndex int    // 0-based
 	Cells     int
 	Target    string // the platform
-	Rep       int // 0-based among measured repetitions; negative for warm-ups
+	Rep       int    // 0-based among measured repetitions; negative for warm-ups
 	Reps      int
 	Done      int // repetitions finished (all platforms)
 	Total     int // repetitions planned
