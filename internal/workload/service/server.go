@@ -277,6 +277,13 @@ DocumentRoot %[1]s/www
 	return []string{"apache2", "-f", f, "-DFOREGROUND"}, nil
 }
 
+// ApacheArgv writes an Apache configuration serving dir/www on bind:port
+// (its log in dir/server.log) and returns the command that runs it in the
+// foreground; the transfer workloads' wget downloads use it.
+func ApacheArgv(dir, bind string, port int) ([]string, error) {
+	return config{kind: Apache, dir: dir, bind: bind, port: port}.apache()
+}
+
 func (c config) mariadb(ctx context.Context) ([]string, error) {
 	data := filepath.Join(c.dir, "data")
 	if _, err := os.Stat(filepath.Join(data, "mysql")); err != nil {
