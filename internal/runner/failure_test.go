@@ -251,3 +251,36 @@ func TestHungWorkloadIsGivenUpOnAfterItsBound(t *testing.T) {
 		t.Fatalf("instances left open: %v", open)
 	}
 }
+
+// Whatever an instance reports while the run's context is done (here an
+// engine helper's "context canceled" that came back as a plain string) is
+// an interruption, not a failed cell.
+func TestFailureAfterCancelIsAnInterruption(t *testing.T) {
+	probe := &barrierProbe{}
+	reg, a, _ := setup(t, probe.def())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a.FailCreate = func(nth int) error {
+		if nth == 3 {
+			cancel() // Ctrl-C reached the helper and isobench at once
+			return errors.New("lxc-attach: context canceled")
+		}
+		return nil
+	}
+	sink := &failSink{}
+	r := &runner.Runner{Sink: sink, RunID: 1}
+	plan := runner.Plan{Targets: []runner.Target{{Label: "a", Name: "a", Platform: a}}, Jobs: []runner.Job{job(t, reg, "probe", nil)}, Instances: []int{1}, Reps: 5}
+	err := r.Run(ctx, plan)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want an error wrapping context.Canceled, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "lxc-attach: context canceled") {
+		t.Errorf("the instance's own report is lost: %v", err)
+	}
+	if len(r.Failures()) != 0 || len(sink.kept()) != 0 {
+		t.Fatalf("an interruption was recorded as a failed cell: %v", r.Failures())
+	}
+	if len(sink.batches) != 2 {
+		t.Fatalf("%d repetitions kept, want the 2 finished", len(sink.batches))
+	}
+}
