@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/isobench/isobench/internal/hostinfo"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/progress"
 	"github.com/isobench/isobench/internal/report"
 	"github.com/isobench/isobench/internal/runner"
 	"github.com/isobench/isobench/internal/spec"
@@ -48,6 +48,9 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	stateDir := fs.String("state-dir", "", "`DIR`: where images and rootfs trees are kept (default /var/lib/isobench as root, else ~/.cache/isobench; ISOBENCH_STATE)")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	failFast := fs.Bool("fail-fast", false, "stop at the first failed cell (by default a failed cell is recorded with its reason and the run goes on)")
+	details := fs.Bool("details", false, "after the summary, the full tables: every metric, startup phase and instance count")
+	resume := fs.Int64("resume", 0, "`RUN`: continue run RUN of --db (interrupted, failed or crashed) from its first unfinished repetition, with its plan")
+	htmlOut := fs.String("html", "", "`FILE`: where to write the run's HTML report (default: next to --db, DB-runN.html; 'none' for no page)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -55,9 +58,16 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		return usage("--db: %v", store.ErrEmptyPath)
 	}
 	var study Study
-	switch fs.NArg() {
-	case 0:
-	case 1:
+	var resumed *store.Run
+	if *resume != 0 {
+		var err error
+		if study, resumed, err = resumeStudy(ctx, fs, *db, *resume); err != nil {
+			return err
+		}
+	}
+	switch n := fs.NArg(); {
+	case n == 0 || resumed != nil:
+	case n == 1:
 		var err error
 		if study, err = loadStudy(fs.Arg(0)); err != nil {
 			return err
@@ -109,6 +119,13 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	if err != nil {
 		return err
 	}
+	cannot, err := preflight(plan)
+	if err != nil {
+		return err
+	}
+	for _, c := range cannot {
+		fmt.Fprintf(st.Stderr, "plan: %s\n", c)
+	}
 	if err := checkStore(ctx, *db); err != nil {
 		return err
 	}
@@ -156,21 +173,39 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		return err
 	}
 	defer s.Close()
-	runID, err := s.BeginRun(ctx, study, fingerprint)
-	if err != nil {
-		return err
+	var runID int64
+	finished := map[store.RepKey]bool{}
+	if resumed != nil {
+		runID = resumed.ID
+		if err := s.Reopen(ctx, runID); err != nil {
+			return usage("--resume %d: %v", runID, err)
+		}
+		if finished, err = s.FinishedReps(ctx, runID); err != nil {
+			return err
+		}
+		fmt.Fprintf(st.Stderr, "resuming run %d: %d repetitions are in the store already\n", runID, len(finished))
+	} else {
+		if runID, err = s.BeginRun(ctx, study, fingerprint); err != nil {
+			return err
+		}
+		if err := s.SetCommand(ctx, runID, commandLine("run", args)); err != nil {
+			return err
+		}
 	}
 	st.runStarted(ctx, rec, s, runID)
+	for _, c := range cannot {
+		recordCannot(ctx, s, runID, c)
+	}
 	if plan.Auto != nil {
 		fmt.Fprintf(st.Stderr, "stopping rule: each cell repeats until every platform's median has a 95%% bootstrap interval within ±%g%% of itself (at least 5 repetitions), at most %d repetitions\n", study.Target, plan.Reps)
 	}
 	r := &runner.Runner{Sink: s, RunID: runID, Token: rec.Token, FailFast: *failFast}
-	tty := st.StderrTTY && !*quiet
-	r.Progress = progressLine(st.Stderr, tty)
+	disp := progress.New(st.Stderr, st.StderrTTY)
+	skipped := 0
+	r.Skip = skipper(plan, cannot, finished, &skipped)
+	r.Progress = progressFunc(disp, *quiet, &skipped)
 	runErr := r.Run(ctx, plan)
-	if tty {
-		fmt.Fprint(st.Stderr, "\r\033[K")
-	}
+	disp.Done()
 	status := "done"
 	switch {
 	case errors.Is(runErr, context.Canceled):
@@ -188,8 +223,36 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	fmt.Fprintf(st.Stdout, "run %d (%s): %d samples in %s\n\n", runID, status, len(samples), *db)
 	if len(samples) > 0 {
 		cells := report.Cells(samples, report.Options{Baseline: study.Baseline, Stats: stats.Options{Seed: runID}})
-		if err := report.Table(st.Stdout, cells); err != nil {
+		hint := fmt.Sprintf("isobench report --db %s --run %d (or run --details)", *db, runID)
+		if *details {
+			hint = ""
+		}
+		if err := report.Summary(st.Stdout, cells, report.SummaryOptions{DetailsHint: hint}); err != nil {
 			return errors.Join(runErr, err)
+		}
+		for _, c := range cannot {
+			fmt.Fprintf(st.Stdout, "not run: %s\n", c)
+		}
+		if *details {
+			fmt.Fprintln(st.Stdout)
+			if err := report.Table(st.Stdout, cells); err != nil {
+				return errors.Join(runErr, err)
+			}
+		}
+		if *htmlOut != "none" {
+			page := *htmlOut
+			if page == "" {
+				page = reportPath(*db, runID)
+			}
+			fp := fingerprint
+			if resumed != nil {
+				fp = resumed.Fingerprint
+			}
+			if err := writeHTML(page, report.Doc{Run: runID, Status: status, Fingerprint: fp, Cells: cells}); err != nil {
+				fmt.Fprintf(st.Stderr, "warning: the HTML report was not written: %v\n", err)
+			} else {
+				fmt.Fprintf(st.Stdout, "\nHTML report: %s\n", page)
+			}
 		}
 	}
 	if sum := r.Summary(); sum != "" {
@@ -277,6 +340,9 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	switch {
 	case study.Baseline == "" && labels["native"]:
 		study.Baseline = "native"
+	case study.Baseline == "" && len(plan.Targets) > 1:
+		// as hyperfine's reference: the first platform given
+		study.Baseline = plan.Targets[0].Label
 	case study.Baseline != "":
 		if !labels[study.Baseline] {
 			return runner.Plan{}, nil, usage("baseline %q is not one of the platforms (%s)", study.Baseline, strings.Join(sortedKeys(labels), ", "))
@@ -335,33 +401,6 @@ func stopRule(rel float64) runner.StopRule {
 			worst = max(worst, hw)
 		}
 		return true, fmt.Sprintf("%s ×%d: every median's 95%% CI within ±%.1f%% (widest ±%.1f%%): stopping early", cell.Workload, cell.Instances, 100*rel, 100*worst)
-	}
-}
-
-// progressLine renders one overwritten status line on a terminal; notes
-// (what the stopping rule decided) are printed as lines in any case.
-func progressLine(w io.Writer, tty bool) func(runner.Progress) {
-	return func(p runner.Progress) {
-		if p.Note != "" {
-			if tty {
-				fmt.Fprint(w, "\r\033[K")
-			}
-			fmt.Fprintln(w, p.Note)
-			return
-		}
-		if !tty {
-			return
-		}
-		eta := "?"
-		if p.Done > 0 {
-			left := time.Duration(float64(p.Elapsed) / float64(p.Done) * float64(p.Total-p.Done))
-			eta = left.Round(time.Second).String()
-		}
-		rep := fmt.Sprintf("rep %d/%d", p.Rep+1, p.Reps)
-		if p.Rep < 0 {
-			rep = "warm-up"
-		}
-		fmt.Fprintf(w, "\r\033[K[%d/%d] %s ×%d on %s, %s, ~%s left", p.CellIndex+1, p.Cells, p.Cell.Workload, p.Cell.Instances, p.Target, rep, eta)
 	}
 }
 
