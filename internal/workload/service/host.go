@@ -8,7 +8,9 @@ import (
 	"io"
 	"maps"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -208,6 +210,8 @@ type run struct {
 
 	mu    sync.Mutex
 	insts []platform.Instance
+	// seeded: the server got an earlier repetition's prepared table
+	seeded bool
 }
 
 func hostRun(k kind) workload.HostFunc {
@@ -341,6 +345,25 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	if v, ok := r.p.Raw()["size"]; ok {
 		sp["size"] = v
 	}
+	// oltp: the table prepared by an earlier repetition, when there is one
+	var seedFile string
+	r.seeded = false
+	if r.k.prepareArgv != nil {
+		if seedFile, err = r.seedFile(ctx, srv, clients); err != nil {
+			return nil, fmt.Errorf("%s: %w", kindName, err)
+		}
+		if _, err := os.Stat(seedFile); err == nil {
+			if err := importSeed(ctx, srv, seedFile); err != nil {
+				return nil, fmt.Errorf("%s: %w", kindName, err)
+			}
+			r.seeded = true
+		}
+	}
+	tags["prepared"] = map[bool]string{true: "reused", false: "now"}[r.seeded]
+	if r.k.prepareArgv == nil {
+		delete(tags, "prepared")
+	}
+
 	sess := agenthost.Start(ctx, srv, ServerName, spec.Canonical(sp))
 	if err := sess.WaitReady(ctx); err != nil {
 		sess.Abort()
@@ -376,8 +399,38 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	if serr != nil {
 		return nil, fmt.Errorf("%s: %w", kindName, serr)
 	}
+	if seedFile != "" && !r.seeded {
+		// the server stopped cleanly: keep its freshly prepared table
+		if err := exportSeed(ctx, srv, seedFile); err != nil {
+			return nil, fmt.Errorf("%s: %w", kindName, err)
+		}
+	}
 	results[0].Metrics = append(results[0].Metrics, ms...)
 	return results, nil
+}
+
+// seedFile is where the table the prepare step makes for the server in srv
+// is kept (see seed.go).
+func (r *run) seedFile(ctx context.Context, srv platform.Instance, clients []platform.Instance) (string, error) {
+	argv, err := r.k.prepareArgv(r.p, "", 0)
+	if err != nil {
+		return "", err
+	}
+	var v string
+	if clients == nil {
+		out, err := exec.CommandContext(ctx, argv[0], "--version").Output()
+		if err != nil {
+			return "", fmt.Errorf("%s --version: %w", argv[0], err)
+		}
+		v = string(out)
+	} else if v, err = execOut(ctx, clients[0], argv[0], "--version"); err != nil {
+		return "", err
+	}
+	key, err := seedKey(ctx, srv, argv, v)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(SeedDir(), key+".tar"), nil
 }
 
 // serverLog fetches the last lines of the server's log from inside its
@@ -417,7 +470,7 @@ func (r *run) clients(ctx context.Context, clients []platform.Instance, host str
 		}
 		return out.String(), err
 	}
-	if r.k.prepareArgv != nil {
+	if r.k.prepareArgv != nil && !r.seeded {
 		argv, err := r.k.prepareArgv(r.p, host, port)
 		if err != nil {
 			return nil, err

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -250,7 +252,9 @@ func TestNative(t *testing.T) {
 			t.Skipf("%s is not installed on the host (apt-get install nginx apache2 redis-server mariadb-server)", b)
 		}
 	}
-	runServices(t, newPlatform(t, "native"), platform.Spec{})
+	p := newPlatform(t, "native")
+	runServices(t, p, platform.Spec{})
+	t.Run("oltp-prepared-once", func(t *testing.T) { preparedOnce(t, p, platform.Spec{}) })
 	mine := fmt.Sprintf("isobench-native/svctest-%d-", os.Getpid())
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), mine+"*")); len(left) > 0 {
 		t.Errorf("native scratch dirs left behind: %v", left)
@@ -276,6 +280,7 @@ func TestDocker(t *testing.T) {
 			t.Errorf("tags %v, want path=published-port", res[0].Tags)
 		}
 	})
+	t.Run("oltp-prepared-once", func(t *testing.T) { preparedOnce(t, p, platform.Spec{}) })
 	t.Run("client=instance/redis", func(t *testing.T) {
 		res, err := runOne(t, service.RedisDef, map[string]string{"requests": "10000", "client": "instance"}, env(p, platform.Spec{}, 2))
 		if err != nil {
@@ -319,5 +324,31 @@ func TestOtherPlatforms(t *testing.T) {
 				noContainers(t, "podman")
 			}
 		})
+	}
+}
+
+// preparedOnce runs oltp twice with a table size no other test uses: the
+// first repetition prepares the table and keeps it, the second reuses it
+// (no prepare) and still measures.
+func preparedOnce(t *testing.T, p *tracked, base platform.Spec) {
+	size := strconv.Itoa(1000 + int(seq.Add(1)) + os.Getpid()%1000)
+	before, _ := filepath.Glob(filepath.Join(service.SeedDir(), "*.tar"))
+	t.Cleanup(func() {
+		after, _ := filepath.Glob(filepath.Join(service.SeedDir(), "*.tar"))
+		for _, f := range after {
+			if !slices.Contains(before, f) {
+				os.Remove(f) // this test's own seed
+			}
+		}
+	})
+	for i, want := range []string{"now", "reused"} {
+		res, err := runOne(t, service.OLTP, map[string]string{"table-size": size, "duration": "1s", "threads": "2"}, env(p, base, 1))
+		if err != nil {
+			t.Fatalf("repetition %d: %v", i+1, err)
+		}
+		checkResults(t, res, 1, "tps", "qps", "latency_p95")
+		if res[0].Tags["prepared"] != want {
+			t.Errorf("repetition %d: tag prepared=%q, want %q", i+1, res[0].Tags["prepared"], want)
+		}
 	}
 }
