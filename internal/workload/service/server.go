@@ -432,6 +432,11 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		return nil, fmt.Errorf("service %s died while serving (%v); %s%s", kind, pr.err, logMarker, logTail(dir, logLines))
 	default:
 	}
+	// still answering after the clients are done?
+	if err := probe(ctx, kind, net.JoinHostPort(probeAddr, strconv.Itoa(c.port)), p.Size("size")); err != nil {
+		pr.stop()
+		return nil, fmt.Errorf("service %s stopped answering while serving (%v); %s%s", kind, err, logMarker, logTail(dir, logLines))
+	}
 	pr.stop()
 	return []sample.Metric{{Name: "ready_ms", Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}}, nil
 }

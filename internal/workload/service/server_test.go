@@ -166,3 +166,22 @@ func TestServerNeverReady(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestServerDies: redis shut down while "serving" is a failure with its
+// log (its own shutdown lines), not a ready_ms.
+func TestServerDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real servers")
+	}
+	need(t, "redis-server", "redis-cli")
+	ms, err := serveHere(t, map[string]string{"kind": Redis}, func(port int) {
+		runTool(t, []string{"redis-cli", "-p", strconv.Itoa(port), "shutdown", "nosave"})
+	})
+	if err == nil {
+		t.Fatalf("a server that exited while serving reported %v", ms)
+	}
+	if !strings.Contains(err.Error(), logMarker) || !strings.Contains(err.Error(), "ready to exit") {
+		t.Errorf("error %q does not carry the server's log", err)
+	}
+	t.Log(err)
+}
