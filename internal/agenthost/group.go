@@ -30,6 +30,16 @@ func StartGroupWith(ctx context.Context, insts []platform.Instance, workloadName
 	return g
 }
 
+// InstanceError is the error of one instance of a group.
+type InstanceError struct {
+	Index int // the instance's position in the group
+	Err   error
+}
+
+func (e *InstanceError) Error() string { return fmt.Sprintf("instance %d: %v", e.Index, e.Err) }
+
+func (e *InstanceError) Unwrap() error { return e.Err }
+
 // Barrier waits until every session finished its untimed setup, then
 // releases them all at the same moment: each session is released by its
 // own goroutine when a shared channel closes. The skew is the spread of
@@ -37,7 +47,7 @@ func StartGroupWith(ctx context.Context, insts []platform.Instance, workloadName
 func (g Group) Barrier(ctx context.Context) (skew time.Duration, err error) {
 	if err := par.Each(len(g), func(i int) error {
 		if err := g[i].WaitReady(ctx); err != nil {
-			return fmt.Errorf("instance %d: %w", i, err)
+			return &InstanceError{Index: i, Err: err}
 		}
 		return nil
 	}); err != nil {
@@ -82,7 +92,7 @@ func (g Group) Results(ctx context.Context) ([][]sample.Metric, []map[string]str
 	err := par.Each(len(g), func(i int) error {
 		m, t, err := g[i].Result(ctx)
 		if err != nil {
-			return fmt.Errorf("instance %d: %w", i, err)
+			return &InstanceError{Index: i, Err: err}
 		}
 		ms[i], tags[i] = m, t
 		return nil

@@ -194,11 +194,38 @@ func explainOOM(ctx context.Context, insts []platform.Instance, limit int64, err
 	if len(killed) > 0 {
 		return &OOMError{Instances: killed, Limit: limit, Err: err}
 	}
-	var ee *platform.ExitError
-	if !confirmed && limit > 0 && errors.As(err, &ee) && ee.Code == 137 {
-		return &OOMError{Instances: []string{"?"}, Limit: limit, Inferred: true, Err: err}
+	if confirmed || limit == 0 {
+		return err
+	}
+	// no platform can tell: an agent killed with SIGKILL's status under a
+	// memory limit was, as good as certainly, killed by the OOM killer
+	for _, ie := range instanceErrors(err) {
+		var ee *platform.ExitError
+		if errors.As(ie.Err, &ee) && ee.Code == 137 && ie.Index < len(insts) && insts[ie.Index] != nil {
+			killed = append(killed, fmt.Sprintf("%d (%s)", ie.Index, shortID(insts[ie.Index].ID())))
+		}
+	}
+	if len(killed) > 0 {
+		return &OOMError{Instances: killed, Limit: limit, Inferred: true, Err: err}
 	}
 	return err
+}
+
+// instanceErrors finds the per-instance errors of a group in err.
+func instanceErrors(err error) []*agenthost.InstanceError {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *agenthost.InstanceError:
+		return []*agenthost.InstanceError{e}
+	case interface{ Unwrap() []error }:
+		var out []*agenthost.InstanceError
+		for _, x := range e.Unwrap() {
+			out = append(out, instanceErrors(x)...)
+		}
+		return out
+	}
+	return instanceErrors(errors.Unwrap(err))
 }
 
 // shortID shortens engine ids the way their tools print them (Docker's

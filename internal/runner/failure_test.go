@@ -284,3 +284,41 @@ func TestFailureAfterCancelIsAnInterruption(t *testing.T) {
 		t.Fatalf("%d repetitions kept, want the 2 finished", len(sink.batches))
 	}
 }
+
+// On a platform that cannot tell, an agent killed with status 137 under a
+// memory limit is reported as out of memory all the same, naming the
+// instance and saying the kill was inferred.
+func TestStatus137UnderALimitIsOutOfMemory(t *testing.T) {
+	probe := &barrierProbe{}
+	reg, a, _ := setup(t, probe.def())
+	var mu sync.Mutex
+	execs := 0
+	a.ExecErr = func(name string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if execs++; execs == 2 { // the second instance's agent is killed
+			return &platform.ExitError{Code: 137, Argv: []string{"{agent}", "agent", "run"}}
+		}
+		return nil
+	}
+	limited := runner.Target{Label: "a:memory=64m", Name: "a", Options: "memory=64m", Platform: a, Base: platform.Spec{Memory: 64 << 20}}
+	r := &runner.Runner{Sink: &memSink{}, RunID: 1}
+	plan := runner.Plan{Targets: []runner.Target{limited}, Jobs: []runner.Job{job(t, reg, "probe", nil)}, Instances: []int{2}, Reps: 1}
+	err := r.Run(context.Background(), plan)
+	var oom *runner.OOMError
+	if !errors.As(err, &oom) || !oom.Inferred || len(oom.Instances) != 1 {
+		t.Fatalf("want an inferred OOM of one instance, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "out of memory (limit 64m; the agent was killed with status 137)") || strings.Contains(err.Error(), "instance ?") {
+		t.Fatalf("message: %v", err)
+	}
+	// without a limit, status 137 is just a failure
+	execs = 0
+	unlimited := limited
+	unlimited.Base = platform.Spec{}
+	plan.Targets = []runner.Target{unlimited}
+	r = &runner.Runner{Sink: &memSink{}, RunID: 2}
+	if err := r.Run(context.Background(), plan); errors.As(err, &oom) || !strings.Contains(err.Error(), "status 137") {
+		t.Fatalf("no limit: %v", err)
+	}
+}

@@ -32,8 +32,13 @@ type Platform struct {
 	// CloseErr, when set, is returned by every instance's Close (the
 	// instance counts as closed all the same).
 	CloseErr error
-	// OOM, when set, answers OOMKilled for the instance named name.
+	// OOM, when set, answers OOMKilled for the instance named name; when
+	// unset OOMKilled says it cannot tell, as a platform without counters.
 	OOM func(name string) bool
+	// ExecErr, when set and returning an error for the instance named
+	// name, makes Exec fail with it at once (e.g. a *platform.ExitError
+	// with status 137, a killed agent).
+	ExecErr func(name string) error
 	// Freeze, when set to an agent event name, freezes the agent the
 	// moment it writes that event, as SIGSTOP would: that line and every
 	// later one stay unwritten until the exec's context ends.
@@ -158,6 +163,11 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	if len(argv) > 3 {
 		in.p.log("exec " + in.p.Label + " " + in.name + " " + argv[3])
 	}
+	if in.p.ExecErr != nil {
+		if err := in.p.ExecErr(in.name); err != nil {
+			return err
+		}
+	}
 	stdin := stdio.Stdin
 	if stdin == nil {
 		stdin = eofReader{}
@@ -219,7 +229,7 @@ func (in *Instance) Close(context.Context) error {
 // OOMKilled implements platform.OOMReporter through Platform.OOM.
 func (in *Instance) OOMKilled(context.Context) (bool, error) {
 	if in.p.OOM == nil {
-		return false, nil
+		return false, errors.New("fake: cannot tell")
 	}
 	return in.p.OOM(in.name), nil
 }
