@@ -1,0 +1,457 @@
+package transfer
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/isobench/isobench/internal/dataset"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/service"
+)
+
+// ServerName is the hidden in-guest half: it prepares the data (download:
+// the data set, generated inside the instance; upload: one empty folder
+// per client), starts the protocol's server, reports ready once it accepts
+// connections, serves until the host closes its input, stops the server
+// and, for uploads, verifies what every client sent. A server that never
+// answers or dies, and received data that differ from the data set, are
+// failures with the server log's last lines.
+const ServerName = "_transfer"
+
+// Inject values: damage done on purpose to prove that verification
+// catches it (tests).
+const (
+	InjectNone     = "none"
+	InjectTruncate = "truncate" // the receiving side truncates one file before verifying
+	InjectServer   = "server"   // download: the server's copy of one file is changed after generation
+)
+
+var protos = []string{SCP, Wget, SMB, FTP}
+
+// Server is the in-guest workload.
+var Server = workload.Def{
+	Name: ServerName,
+	Help: "internal: serves or receives a data set over scp, http, smb or ftp while the host's clients move it",
+	Params: []workload.Param{
+		{Name: "proto", Kind: workload.Enum, Enum: protos, Default: SCP, Help: "protocol"},
+		{Name: "bind", Kind: workload.String, Default: "0.0.0.0", Help: "address to listen on"},
+		{Name: "port", Kind: workload.Int, Default: "2222", Min: 1, Max: 65535, Help: "port"},
+		{Name: "pasv", Kind: workload.Int, Default: "0", Min: 0, Max: 65535, Help: "ftp: first of pasv-n passive ports"},
+		{Name: "pasv-n", Kind: workload.Int, Default: "0", Min: 0, Max: 1000, Help: "ftp: passive ports"},
+		{Name: "direction", Kind: workload.Enum, Enum: []string{Download, Upload}, Default: Download, Help: "download: serve the data set; upload: receive it"},
+		{Name: "data", Kind: workload.String, Default: "file/1m", Help: "data set (dataset.Parse)"},
+		{Name: "seed", Kind: workload.Int, Default: "1", Min: 0, Max: 1 << 62, Help: "data set seed"},
+		{Name: "clients", Kind: workload.Int, Default: "1", Min: 1, Max: 1000, Help: "upload: clients whose copies are verified"},
+		{Name: "authkey", Kind: workload.String, Default: "", Help: "scp: hex of the client's authorized public key line"},
+		{Name: "hostkey", Kind: workload.String, Default: "", Help: "scp: hex of the server's private host key"},
+		{Name: "secret", Kind: workload.String, Default: "", Help: "smb: the password"},
+		{Name: "inject", Kind: workload.Enum, Enum: []string{InjectNone, InjectTruncate, InjectServer}, Default: InjectNone, Help: "testing: damage one file"},
+		{Name: "ready-timeout", Kind: workload.Duration, Default: "60s", Min: 0.1, Max: 3600, Help: "how long the server may take to accept connections"},
+		{Name: "timeout", Kind: workload.Duration, Default: "2h", Min: 1, Max: 86400, Help: "stop after this long even if the host does not say so"},
+	},
+	Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+		stop := make(chan struct{})
+		return serve(ctx, p, func() error {
+			if err := ready(); err != nil {
+				return err
+			}
+			go func() { io.Copy(io.Discard, os.Stdin); close(stop) }()
+			return nil
+		}, stop)
+	},
+}
+
+// guest is one server's setup inside its instance.
+type guest struct {
+	proto, dir, bind string
+	port             int
+	p                workload.Params
+}
+
+func (g guest) data() string { return filepath.Join(g.dir, "www", "data") }
+func (g guest) up() string   { return filepath.Join(g.dir, "www", "up") }
+func (g guest) log() string  { return filepath.Join(g.dir, "server.log") }
+
+func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop <-chan struct{}) ([]sample.Metric, error) {
+	scratch, err := workload.Scratch()
+	if err != nil {
+		return nil, err
+	}
+	g := guest{proto: p.Str("proto"), dir: filepath.Join(scratch, "transfer-"+p.Str("proto")), bind: p.Str("bind"), port: p.Int("port"), p: p}
+	ds, err := dataset.Parse(p.Str("data"), uint64(p.Int("seed")))
+	if err != nil {
+		return nil, err
+	}
+	os.RemoveAll(g.dir)
+	if err := os.MkdirAll(filepath.Join(g.dir, "www"), 0o755); err != nil {
+		return nil, fmt.Errorf("transfer: %w", err)
+	}
+	defer os.RemoveAll(g.dir)
+	// servers dropping to another user (Apache's www-data, vsftpd's ftp)
+	// must reach the files: let others search the folders above
+	for d := g.dir; d != "/" && d != "." && d != os.TempDir(); d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
+			os.Chmod(d, st.Mode().Perm()|0o001)
+		}
+	}
+	upload := p.Str("direction") == Upload
+	if upload {
+		for c := 0; c < p.Int("clients"); c++ {
+			d := filepath.Join(g.up(), "c"+strconv.Itoa(c))
+			if err := os.MkdirAll(d, 0o777); err != nil {
+				return nil, fmt.Errorf("transfer: %w", err)
+			}
+			os.Chmod(d, 0o777) // vsftpd's anonymous user writes here
+			if g.proto == FTP {
+				os.Chown(d, ftpUID(), -1)
+			}
+		}
+	} else {
+		if err := ds.Generate(g.data()); err != nil {
+			return nil, err
+		}
+		if p.Str("inject") == InjectServer {
+			f := ds.Files()[0]
+			if err := damage(filepath.Join(g.data(), f.Path)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	argv, err := g.prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	pr, err := startProc(g, argv)
+	if err != nil {
+		return nil, err
+	}
+	defer pr.stop()
+	probe := g.bind
+	if probe == "0.0.0.0" || probe == "" {
+		probe = "127.0.0.1"
+	}
+	if err := waitListening(ctx, pr, net.JoinHostPort(probe, strconv.Itoa(g.port)), p.Duration("ready-timeout")); err != nil {
+		return nil, fmt.Errorf("transfer %s server: %w; %s", g.proto, err, g.logTail())
+	}
+	readyMs := float64(time.Since(began).Microseconds()) / 1000
+	if err := ready(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.Duration("timeout"))
+	defer cancel()
+	select {
+	case <-stop:
+	case <-ctx.Done():
+	case <-pr.done:
+		return nil, fmt.Errorf("transfer %s server died while serving (%v); %s", g.proto, pr.err, g.logTail())
+	}
+	pr.stop()
+	ms := []sample.Metric{{Name: "ready_ms", Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}}
+	if !upload {
+		return ms, nil
+	}
+	for c := 0; c < p.Int("clients"); c++ {
+		d := filepath.Join(g.up(), "c"+strconv.Itoa(c), "data")
+		if c == 0 && p.Str("inject") == InjectTruncate {
+			if err := damage(filepath.Join(d, ds.Files()[0].Path)); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := ds.Verify(d); err != nil {
+			return nil, fmt.Errorf("transfer %s upload of client %d: %w", g.proto, c, err)
+		}
+	}
+	return ms, nil
+}
+
+// damage truncates a file by one byte, or empties it.
+func damage(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("inject: %w", err)
+	}
+	if err := os.Truncate(path, max(0, st.Size()-1)); err != nil {
+		return fmt.Errorf("inject: %w", err)
+	}
+	return nil
+}
+
+func ftpUID() int {
+	b, _ := os.ReadFile("/etc/passwd")
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, ":")
+		if len(f) > 2 && f[0] == "ftp" {
+			n, _ := strconv.Atoi(f[2])
+			return n
+		}
+	}
+	return -1
+}
+
+func (g guest) logTail() string {
+	b, err := os.ReadFile(g.log())
+	if err != nil {
+		return "server log: (none: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 8 {
+		lines = lines[len(lines)-8:]
+	}
+	return "server log: " + strings.Join(lines, " | ")
+}
+
+// prepare writes the server's configuration and returns its command.
+func (g guest) prepare(ctx context.Context) ([]string, error) {
+	wr := func(name, body string, mode os.FileMode) (string, error) {
+		f := filepath.Join(g.dir, name)
+		if err := os.WriteFile(f, []byte(body), mode); err != nil {
+			return "", fmt.Errorf("transfer: %w", err)
+		}
+		return f, nil
+	}
+	switch g.proto {
+	case SCP:
+		ak, err1 := hex.DecodeString(g.p.Str("authkey"))
+		hk, err2 := hex.DecodeString(g.p.Str("hostkey"))
+		if err1 != nil || err2 != nil || len(ak) == 0 || len(hk) == 0 {
+			return nil, fmt.Errorf("transfer scp: authkey and hostkey (hex) are required")
+		}
+		if _, err := wr("authorized_keys", string(ak), 0o600); err != nil {
+			return nil, err
+		}
+		hkf, err := wr("hostkey", string(hk), 0o600)
+		if err != nil {
+			return nil, err
+		}
+		os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
+		conf := fmt.Sprintf(`Port %d
+ListenAddress %s
+HostKey %s
+PidFile %s/sshd.pid
+AuthorizedKeysFile %s/authorized_keys
+PermitRootLogin yes
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+MaxStartups 200
+MaxSessions 200
+Subsystem sftp internal-sftp -d %s
+`, g.port, g.bind, hkf, g.dir, g.dir, filepath.Join(g.dir, "www"))
+		f, err := wr("sshd_config", conf, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		return []string{"sshd", "-D", "-e", "-f", f}, nil
+	case Wget:
+		// Apache serves dir/www, the root holding data/
+		return service.ApacheArgv(g.dir, g.bind, g.port)
+	case SMB:
+		for _, d := range []string{"run", "lock", "state", "cache", "private", "ncalrpc"} {
+			os.MkdirAll(filepath.Join(g.dir, d), 0o755)
+		}
+		iface := ""
+		if g.bind != "0.0.0.0" {
+			iface = "interfaces = " + g.bind + "\n  bind interfaces only = yes\n"
+		}
+		conf := fmt.Sprintf(`[global]
+  smb ports = %[1]d
+  %[3]s
+  pid directory = %[2]s/run
+  lock directory = %[2]s/lock
+  state directory = %[2]s/state
+  cache directory = %[2]s/cache
+  private dir = %[2]s/private
+  ncalrpc dir = %[2]s/ncalrpc
+  binddns dir = %[2]s/state
+  passdb backend = tdbsam:%[2]s/private/passdb.tdb
+  log file = %[2]s/server.log
+  log level = 1
+  server role = standalone server
+  disable netbios = yes
+  load printers = no
+  printing = bsd
+  printcap name = /dev/null
+  disable spoolss = yes
+  server min protocol = SMB2
+  map to guest = never
+  max log size = 0
+[data]
+  path = %[2]s/www
+  read only = no
+  force user = root
+  create mask = 0644
+  directory mask = 0755
+`, g.port, g.dir, iface)
+		f, err := wr("smb.conf", conf, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		sec := g.p.Str("secret")
+		if sec == "" {
+			return nil, fmt.Errorf("transfer smb: secret is required")
+		}
+		bin, err := lookSbin("smbpasswd")
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.CommandContext(ctx, bin, "-c", f, "-s", "-a", "root")
+		cmd.Stdin = strings.NewReader(sec + "\n" + sec + "\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("transfer smb: smbpasswd: %w: %s", err, strings.TrimSpace(string(out)))
+		}
+		return []string{"smbd", "--foreground", "--no-process-group", "--debug-stdout", "-s", f}, nil
+	case FTP:
+		empty := filepath.Join(g.dir, "empty")
+		os.MkdirAll(empty, 0o755)
+		pasv := ""
+		if g.p.Int("pasv-n") > 0 {
+			pasv = fmt.Sprintf("pasv_min_port=%d\npasv_max_port=%d\n", g.p.Int("pasv"), g.p.Int("pasv")+g.p.Int("pasv-n")-1)
+		}
+		conf := fmt.Sprintf(`listen=YES
+listen_ipv6=NO
+listen_address=%s
+listen_port=%d
+background=NO
+anonymous_enable=YES
+local_enable=NO
+no_anon_password=YES
+anon_root=%s
+write_enable=YES
+anon_upload_enable=YES
+anon_mkdir_write_enable=YES
+anon_other_write_enable=YES
+anon_umask=022
+anon_world_readable_only=YES
+ftp_username=ftp
+secure_chroot_dir=%s
+seccomp_sandbox=NO
+isolate_network=NO
+xferlog_enable=NO
+vsftpd_log_file=%s
+dual_log_enable=NO
+syslog_enable=NO
+max_clients=0
+max_per_ip=0
+pasv_enable=YES
+%sconnect_from_port_20=NO
+use_localtime=NO
+`, g.bind, g.port, filepath.Join(g.dir, "www"), empty, g.log(), pasv)
+		f, err := wr("vsftpd.conf", conf, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		return []string{"vsftpd", f}, nil
+	}
+	return nil, fmt.Errorf("transfer: unknown protocol %q", g.proto)
+}
+
+func lookSbin(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return filepath.Abs(p)
+	}
+	for _, d := range []string{"/usr/sbin", "/usr/bin", "/sbin"} {
+		if _, err := os.Stat(filepath.Join(d, name)); err == nil {
+			return filepath.Join(d, name), nil
+		}
+	}
+	return "", fmt.Errorf("transfer: %s is not installed here (the debian image has it; natively: apt-get install %s)", name, debPkg(name))
+}
+
+func debPkg(bin string) string {
+	switch bin {
+	case "sshd":
+		return "openssh-server"
+	case "apache2":
+		return "apache2"
+	case "smbd", "smbpasswd":
+		return "samba"
+	}
+	return bin
+}
+
+// proc is a started server.
+type proc struct {
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
+	log     *os.File
+	stopped bool
+}
+
+func startProc(g guest, argv []string) (*proc, error) {
+	bin, err := lookSbin(argv[0])
+	if err != nil {
+		return nil, err
+	}
+	lf, err := os.OpenFile(g.log(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("transfer: %w", err)
+	}
+	cmd := exec.Command(bin, argv[1:]...)
+	cmd.Dir = g.dir
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("transfer %s: %w", g.proto, err)
+	}
+	pr := &proc{cmd: cmd, done: make(chan struct{}), log: lf}
+	go func() { pr.err = cmd.Wait(); close(pr.done) }()
+	return pr, nil
+}
+
+// stop ends the server's process group: SIGTERM, SIGKILL after a grace
+// period, and SIGKILL for workers left in the group.
+func (p *proc) stop() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	pg := -p.cmd.Process.Pid
+	syscall.Kill(pg, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		syscall.Kill(pg, syscall.SIGKILL)
+		<-p.done
+	}
+	syscall.Kill(pg, syscall.SIGKILL)
+	p.log.Close()
+}
+
+// waitListening connects to addr until it accepts, the server exits or
+// the timeout passes.
+func waitListening(ctx context.Context, pr *proc, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-pr.done:
+			return fmt.Errorf("the server exited before it listened (%v)", pr.err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not listening on %s within %v (%v)", addr, timeout, err)
+		}
+	}
+}

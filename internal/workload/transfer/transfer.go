@@ -1,0 +1,635 @@
+// Package transfer moves study 002's and 004's data sets over real
+// protocols between the host (standing for the studies' client machines)
+// and servers inside instances: scp (OpenSSH), wget (Apache), smb
+// (Samba, smbclient) and ftp (vsftpd, lftp), downloading or uploading, and
+// verifies every byte at the receiving end: a transfer that loses or
+// corrupts data is a failure, never a number.
+//
+// Layouts (study 002, tables 4-10), options of every workload:
+// exclusive (one client, one instance), neighbours=N (N more instances of
+// the platform beside the measured one, idle, or with neighbours-busy=true
+// serving the same data to a client of their own all the time),
+// clients=N (N concurrent clients against one instance) and, through
+// --instances, instances x clients (one set of clients per instance).
+// Every sample carries layout=exclusive|neighbours-idle|neighbours-busy|
+// clients|pairs and the counts, so reports can draw time per protocol x
+// layout x platform.
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/isobench/isobench/internal/agenthost"
+	"github.com/isobench/isobench/internal/dataset"
+	"github.com/isobench/isobench/internal/par"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/service"
+)
+
+// Protocols (the workloads' names) and directions.
+const (
+	SCP  = "scp"
+	Wget = "wget"
+	SMB  = "smb"
+	FTP  = "ftp"
+
+	Download = "download"
+	Upload   = "upload"
+)
+
+// Defs are the transfer workloads and their hidden in-guest half.
+func Defs() []workload.Def { return []workload.Def{SCPDef, WgetDef, SMBDef, FTPDef, Server} }
+
+func params(directions ...string) []workload.Param {
+	return []workload.Param{
+		{Name: "direction", Kind: workload.Enum, Enum: directions, Default: Download, Help: "download: instance -> client; upload: client -> instance"},
+		{Name: "file", Kind: workload.Size, Default: "", Min: 1, Max: dataset.MaxSize, Help: "one file of this size (study 002: 450m); the default when tree is not given"},
+		{Name: "tree", Kind: workload.String, Default: "", Help: "NODES/SIZE: a tree of NODES files and folders holding SIZE bytes (study 002: 2500/75m)"},
+		{Name: "seed", Kind: workload.Int, Default: "1", Min: 0, Max: 1 << 62, Help: "seed of the data set's contents and sizes"},
+		{Name: "clients", Kind: workload.Int, Default: "1", Min: 1, Max: 64, Help: "concurrent clients against each instance (study 002: 2 clients, 1 environment)"},
+		{Name: "neighbours", Kind: workload.Int, Default: "0", Min: 0, Max: 64, Help: "more instances of the platform beside the measured ones (study 002: a second environment active)"},
+		{Name: "neighbours-busy", Kind: workload.Bool, Default: "false", Help: "neighbours run the same server with a client of their own moving the same data all the time; false: idle"},
+		{Name: "inject", Kind: workload.Enum, Enum: []string{InjectNone, InjectTruncate, InjectServer}, Default: InjectNone, Help: "testing: truncate one received file before verification, or one file on the server; the run must fail"},
+	}
+}
+
+func def(name, help string, directions ...string) workload.Def {
+	return workload.Def{
+		Name:   name,
+		Help:   help,
+		Params: params(directions...),
+		Derive: func(p workload.Params) map[string]string {
+			if p.Str("tree") == "" {
+				return map[string]string{"file": "450m"}
+			}
+			return nil
+		},
+		Check: func(p workload.Params) error {
+			if p.Str("file") != "" && p.Str("tree") != "" {
+				return errors.New("give file or tree, not both")
+			}
+			_, err := dataSpec(p)
+			return err
+		},
+		Host: func(ctx context.Context, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
+			return hostRun(ctx, name, p, env)
+		},
+		Timeout: func(p workload.Params) time.Duration {
+			ds, _ := dataSpec(p)
+			// 5 MB/s per client at the least, plus setup
+			b := ds.Size * int64(p.Int("clients"))
+			return 10*time.Minute + time.Duration(b/(5<<20))*time.Second + time.Duration(ds.Nodes/5)*time.Second
+		},
+	}
+}
+
+// The workloads.
+var (
+	SCPDef  = def(SCP, "scp (SFTP protocol) of a file or a tree to or from OpenSSH in the instance (study 002, tables 4-7): transfer time and MB/s, every byte verified; needs --image debian (native: the host's sshd)", Download, Upload)
+	WgetDef = def(Wget, "wget of a file or a tree from Apache in the instance (study 002, tables 8-10): transfer time and MB/s, every byte verified; download only; needs --image debian (native: the host's apache2)", Download)
+	SMBDef  = def(SMB, "smbclient get/put of a file or a tree from/to Samba in the instance (study 002, tables 8-10, NetBIOS): transfer time and MB/s, every byte verified; needs --image debian (native: the host's samba)", Download, Upload)
+	FTPDef  = def(FTP, "lftp mirror of a file or a tree from/to vsftpd in the instance (study 004, figures 8-10; the study used JMeter): transfer time, MB/s and mean time per file, every byte verified; needs --image debian (native: the host's vsftpd)", Download, Upload)
+)
+
+func dataSpec(p workload.Params) (dataset.Spec, error) {
+	seed := uint64(p.Int("seed"))
+	if t := p.Str("tree"); t != "" {
+		return dataset.Parse("tree/"+t, seed)
+	}
+	f := p.Str("file")
+	if f == "" {
+		f = "450m"
+	}
+	return dataset.Parse("file/"+f, seed)
+}
+
+// Layout names.
+func layout(instances, clients, neighbours int, busy bool) string {
+	switch {
+	case instances > 1:
+		return "pairs"
+	case clients > 1:
+		return "clients"
+	case neighbours > 0 && busy:
+		return "neighbours-busy"
+	case neighbours > 0:
+		return "neighbours-idle"
+	}
+	return "exclusive"
+}
+
+// server is one started server instance.
+type server struct {
+	inst              platform.Instance
+	sess              *agenthost.Session
+	host              string // what the host dials
+	port, pasv, pasvN int
+	closed            bool
+}
+
+// run is one repetition's state.
+type run struct {
+	proto string
+	p     workload.Params
+	env   workload.HostEnv
+	ds    dataset.Spec
+	tmp   string // host temporary directory
+	key   string // scp: client private key file
+	kh    string // scp: known_hosts
+	auth  string // smb: authentication file
+	gp    map[string]string
+
+	mu    sync.Mutex
+	insts []platform.Instance
+}
+
+func hostRun(ctx context.Context, proto string, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
+	ds, err := dataSpec(p)
+	if err != nil {
+		return nil, err
+	}
+	if env.Instances < 1 {
+		return nil, errors.New("transfer: need at least one instance")
+	}
+	if err := needClient(proto); err != nil {
+		return nil, err
+	}
+	if env.Base.Image, err = service.EnsureImage(ctx, env.Platform, env.Base.Image); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "isobench-transfer-")
+	if err != nil {
+		return nil, fmt.Errorf("transfer: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	r := &run{proto: proto, p: p, env: env, ds: ds, tmp: tmp}
+	defer r.closeAll(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return r.do(ctx)
+}
+
+// clientBinary is the host program each protocol's client runs.
+func clientBinary(proto string) (bin, pkg string) {
+	switch proto {
+	case SCP:
+		return "scp", "openssh-client"
+	case Wget:
+		return "wget", "wget"
+	case SMB:
+		return "smbclient", "smbclient"
+	}
+	return "lftp", "lftp"
+}
+
+func needClient(proto string) error {
+	bin, pkg := clientBinary(proto)
+	if _, err := exec.LookPath(bin); err != nil {
+		return fmt.Errorf("transfer %s: the client %s is not installed on the host (apt-get install %s)", proto, bin, pkg)
+	}
+	return nil
+}
+
+func (r *run) closeAll(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, in := range r.insts {
+		wg.Add(1)
+		go func() { defer wg.Done(); in.Close(cctx) }()
+	}
+	wg.Wait()
+}
+
+// secrets makes the run's key material: an SSH client key and host key
+// (the known_hosts pins the host key under an alias, so every server of
+// the run shares it) and an SMB password.
+func (r *run) secrets(ctx context.Context) error {
+	r.gp = map[string]string{"proto": r.proto, "direction": r.p.Str("direction"), "data": r.ds.String(),
+		"seed": r.p.Str("seed"), "clients": r.p.Str("clients"), "inject": r.p.Str("inject")}
+	switch r.proto {
+	case SCP:
+		r.key = filepath.Join(r.tmp, "id")
+		hk := filepath.Join(r.tmp, "hostkey")
+		for _, f := range []string{r.key, hk} {
+			if out, err := exec.CommandContext(ctx, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "isobench", "-f", f).CombinedOutput(); err != nil {
+				return fmt.Errorf("transfer scp: ssh-keygen: %w: %s", err, out)
+			}
+		}
+		pub, err := os.ReadFile(r.key + ".pub")
+		if err != nil {
+			return fmt.Errorf("transfer: %w", err)
+		}
+		priv, err := os.ReadFile(hk)
+		if err != nil {
+			return fmt.Errorf("transfer: %w", err)
+		}
+		hpub, err := os.ReadFile(hk + ".pub")
+		if err != nil {
+			return fmt.Errorf("transfer: %w", err)
+		}
+		r.kh = filepath.Join(r.tmp, "known_hosts")
+		if err := os.WriteFile(r.kh, append([]byte(hostAlias+" "), hpub...), 0o600); err != nil {
+			return fmt.Errorf("transfer: %w", err)
+		}
+		r.gp["authkey"] = hex.EncodeToString(pub)
+		r.gp["hostkey"] = hex.EncodeToString(priv)
+	case SMB:
+		b := make([]byte, 12)
+		rand.Read(b)
+		sec := hex.EncodeToString(b)
+		r.auth = filepath.Join(r.tmp, "smbauth")
+		if err := os.WriteFile(r.auth, []byte("username = root\npassword = "+sec+"\n"), 0o600); err != nil {
+			return fmt.Errorf("transfer: %w", err)
+		}
+		r.gp["secret"] = sec
+	}
+	return nil
+}
+
+const hostAlias = "isobench-transfer"
+
+// start creates an instance and starts the protocol's server in it.
+func (r *run) start(ctx context.Context, clients int, inject string) (*server, error) {
+	s := &server{}
+	var err error
+	if s.port, err = service.FreePort(); err != nil {
+		return nil, err
+	}
+	ports := []int{s.port}
+	if r.proto == FTP {
+		// passive data ports: a block of free ones is likely above a free port
+		s.pasvN = clients + 4
+		if s.pasv, err = service.FreePort(); err != nil {
+			return nil, err
+		}
+		if s.pasv+s.pasvN > 65535 {
+			s.pasv = 65535 - s.pasvN
+		}
+		for i := 0; i < s.pasvN; i++ {
+			ports = append(ports, s.pasv+i)
+		}
+	}
+	sp := r.env.Base
+	sp.Name = r.env.NewName()
+	sp.Ports = ports
+	in, err := r.env.Platform.Create(ctx, sp)
+	if err != nil {
+		return nil, fmt.Errorf("transfer %s: create instance: %w", r.proto, err)
+	}
+	r.mu.Lock()
+	r.insts = append(r.insts, in)
+	r.mu.Unlock()
+	s.inst = in
+	addr, err := in.Address(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("transfer %s: instance address: %w", r.proto, err)
+	}
+	if addr == "" {
+		return nil, fmt.Errorf("transfer %s: the instance has no address (network=none?); transfers need bridge or host", r.proto)
+	}
+	ip := net.ParseIP(addr)
+	if ip == nil || !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()) {
+		return nil, fmt.Errorf("transfer: refusing to connect to %q: only loopback and the instances' private addresses are used", addr)
+	}
+	bind := "0.0.0.0"
+	if ip.IsLoopback() {
+		bind = "127.0.0.1"
+	}
+	dial, err := platform.Endpoint(ctx, in, s.port)
+	if err != nil {
+		return nil, fmt.Errorf("transfer %s: %w", r.proto, err)
+	}
+	h, ps, err := net.SplitHostPort(dial)
+	if err != nil {
+		return nil, fmt.Errorf("transfer %s: endpoint %q: %w", r.proto, dial, err)
+	}
+	s.host = h
+	if hp, _ := strconv.Atoi(ps); hp != s.port {
+		if r.proto == FTP {
+			return nil, fmt.Errorf("transfer ftp: published ports (network=nat) are not supported: FTP's passive data connections go to the instance's own address")
+		}
+		s.port = hp // published port
+	}
+	gp := map[string]string{}
+	for k, v := range r.gp {
+		gp[k] = v
+	}
+	gp["bind"], gp["clients"], gp["inject"] = bind, strconv.Itoa(clients), inject
+	gp["port"] = strconv.Itoa(ports[0])
+	if r.proto == FTP {
+		gp["pasv"], gp["pasv-n"] = strconv.Itoa(s.pasv), strconv.Itoa(s.pasvN)
+	}
+	s.sess = agenthost.Start(ctx, in, ServerName, spec.Canonical(gp))
+	for _, step := range []func() error{
+		func() error { return s.sess.WaitReady(ctx) },
+		s.sess.Release,
+		func() error { return s.sess.WaitStarted(ctx) },
+	} {
+		if err := step(); err != nil {
+			s.sess.Abort()
+			s.closed = true
+			return nil, fmt.Errorf("transfer %s: %w", r.proto, err)
+		}
+	}
+	return s, nil
+}
+
+// finish stops the server and returns its metrics, or why it failed
+// (an upload that did not verify).
+func (s *server) finish(ctx context.Context) ([]sample.Metric, error) {
+	if s.closed {
+		return nil, nil
+	}
+	s.closed = true
+	s.sess.Abort()
+	ms, _, err := s.sess.Result(ctx)
+	return ms, err
+}
+
+func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
+	if err := r.secrets(ctx); err != nil {
+		return nil, err
+	}
+	n, c, nb := r.env.Instances, r.p.Int("clients"), r.p.Int("neighbours")
+	busy := r.p.Bool("neighbours-busy")
+	upload := r.p.Str("direction") == Upload
+	inject := r.p.Str("inject")
+
+	// the data to send lives on the host for uploads (generated untimed)
+	src := filepath.Join(r.tmp, "src", "data")
+	if upload {
+		if err := r.ds.Generate(src); err != nil {
+			return nil, err
+		}
+	}
+	servers := make([]*server, n+nb)
+	err := par.Each(n+nb, func(i int) error {
+		cl, inj := c, inject
+		if i >= n {
+			cl, inj = 1, InjectNone
+			if !busy {
+				// an idle neighbour: an instance with nothing running
+				sp := r.env.Base
+				sp.Name = r.env.NewName()
+				in, err := r.env.Platform.Create(ctx, sp)
+				if err != nil {
+					return fmt.Errorf("transfer %s: create neighbour: %w", r.proto, err)
+				}
+				r.mu.Lock()
+				r.insts = append(r.insts, in)
+				r.mu.Unlock()
+				return nil
+			}
+		}
+		s, err := r.start(ctx, cl, inj)
+		servers[i] = s
+		return err
+	})
+	defer func() {
+		for _, s := range servers {
+			if s != nil && !s.closed {
+				s.sess.Abort()
+				s.closed = true
+			}
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+
+	// busy neighbours: a client of their own moving the data again and
+	// again until the measured clients are done
+	bctx, stopBusy := context.WithCancel(ctx)
+	var bwg sync.WaitGroup
+	for i := n; i < n+nb && busy; i++ {
+		bwg.Add(1)
+		go func(i int) {
+			defer bwg.Done()
+			for k := 0; bctx.Err() == nil; k++ {
+				dir := filepath.Join(r.tmp, fmt.Sprintf("busy%d-%d", i, k))
+				r.client(bctx, servers[i], 0, src, dir)
+				os.RemoveAll(dir)
+			}
+		}(i)
+	}
+
+	type out struct {
+		dur time.Duration
+		err error
+		dir string
+	}
+	outs := make([]out, n*c)
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		for j := 0; j < c; j++ {
+			k := i*c + j
+			dir := filepath.Join(r.tmp, fmt.Sprintf("recv%d-%d", i, j))
+			outs[k].dir = dir
+			prep, err := r.prepareClient(servers[i], j, dir)
+			if err != nil {
+				stopBusy()
+				return nil, err
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-gate
+				t0 := time.Now()
+				err := prep(ctx)
+				outs[k].dur, outs[k].err = time.Since(t0), err
+			}()
+		}
+	}
+	close(gate)
+	wg.Wait()
+	stopBusy()
+	bwg.Wait()
+
+	var errs []error
+	for k, o := range outs {
+		if o.err != nil {
+			errs = append(errs, fmt.Errorf("client %d of instance %d: %w", k%c, k/c, o.err))
+		}
+	}
+	// downloads are verified here, uploads by each server when it stops
+	if !upload {
+		for k, o := range outs {
+			if o.err != nil {
+				continue
+			}
+			got := filepath.Join(o.dir, "data")
+			if k == 0 && inject == InjectTruncate {
+				if err := damage(filepath.Join(got, r.ds.Files()[0].Path)); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := r.ds.Verify(got); err != nil {
+				errs = append(errs, fmt.Errorf("client %d of instance %d: %w", k%c, k/c, err))
+			}
+			os.RemoveAll(o.dir)
+		}
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	ready := make([][]sample.Metric, n)
+	for i, s := range servers {
+		if s == nil {
+			continue
+		}
+		ms, err := s.finish(fctx)
+		if err != nil && i < n {
+			errs = append(errs, fmt.Errorf("instance %d: %w", i, err))
+		}
+		if i < n {
+			ready[i] = ms
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("transfer %s: %w", r.proto, err)
+	}
+
+	facts := servers[0].inst.Facts(ctx)
+	network := facts["network"]
+	if network == "" {
+		network = "unknown"
+	}
+	files := float64(len(r.ds.Files()))
+	res := make([]workload.InstanceResult, 0, n*c)
+	for k, o := range outs {
+		secs := o.dur.Seconds()
+		ms := []sample.Metric{
+			{Name: "transfer_time", Value: secs, Unit: "s", Better: sample.Lower, Agg: sample.Max},
+			{Name: "throughput", Value: float64(r.ds.Size) / 1e6 / secs, Unit: "MB/s", Better: sample.Higher, Agg: sample.Sum},
+			{Name: "files", Value: files, Unit: "count", Better: sample.Higher, Agg: sample.None},
+			{Name: "bytes", Value: float64(r.ds.Size), Unit: "B", Better: sample.Higher, Agg: sample.None},
+		}
+		if r.proto == FTP {
+			ms = append(ms, sample.Metric{Name: "file_latency_mean", Value: secs * 1000 / files, Unit: "ms", Better: sample.Lower, Agg: sample.Mean})
+		}
+		if k%c == 0 {
+			ms = append(ms, ready[k/c]...)
+		}
+		tags := map[string]string{
+			"protocol": r.proto, "direction": r.p.Str("direction"), "data": r.ds.String(),
+			"layout":    layout(n, c, r.p.Int("neighbours"), busy),
+			"instances": strconv.Itoa(n), "clients": strconv.Itoa(c), "neighbours": strconv.Itoa(nb),
+			"server": strconv.Itoa(k / c), "client": strconv.Itoa(k % c),
+			"network": network, "client_on": "host",
+		}
+		if nb > 0 {
+			tags["neighbours_busy"] = strconv.FormatBool(busy)
+		}
+		res = append(res, workload.InstanceResult{Instance: k, Metrics: ms, Tags: tags})
+	}
+	return res, nil
+}
+
+// client runs one transfer against s (busy neighbours), ignoring errors.
+func (r *run) client(ctx context.Context, s *server, j int, src, dir string) {
+	f, err := r.prepareClient(s, j, dir)
+	if err == nil {
+		f(ctx)
+	}
+}
+
+// prepareClient does the untimed part of a client's transfer and returns
+// the timed part: the client program moving the data set (dir/data on the
+// host for downloads; client j's folder on the server for uploads).
+func (r *run) prepareClient(s *server, j int, dir string) (func(context.Context) error, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("transfer: %w", err)
+	}
+	upload := r.p.Str("direction") == Upload
+	src := filepath.Join(r.tmp, "src")
+	remoteUp := "up/c" + strconv.Itoa(j)
+	port := strconv.Itoa(s.port)
+	var argv []string
+	switch r.proto {
+	case SCP:
+		argv = []string{"scp", "-s", "-q", "-r", "-B", "-P", port, "-i", r.key,
+			"-o", "UserKnownHostsFile=" + r.kh, "-o", "StrictHostKeyChecking=yes", "-o", "HostKeyAlias=" + hostAlias,
+			"-o", "BatchMode=yes", "-o", "ConnectTimeout=30"}
+		target := "root@" + bracket(s.host)
+		if upload {
+			argv = append(argv, filepath.Join(src, "data"), target+":"+remoteUp+"/")
+		} else {
+			argv = append(argv, target+":data", dir+"/")
+		}
+	case Wget:
+		// HTTP moves files, not folders: the empty ones are made first
+		var urls strings.Builder
+		for _, e := range r.ds.Dirs() {
+			if err := os.MkdirAll(filepath.Join(dir, "data", filepath.FromSlash(e.Path)), 0o755); err != nil {
+				return nil, fmt.Errorf("transfer: %w", err)
+			}
+		}
+		for _, e := range r.ds.Files() {
+			fmt.Fprintf(&urls, "http://%s/data/%s\n", net.JoinHostPort(s.host, port), e.Path)
+		}
+		list := filepath.Join(r.tmp, fmt.Sprintf("urls-%s-%d-%d", s.host, s.port, j))
+		if err := os.WriteFile(list, []byte(urls.String()), 0o644); err != nil {
+			return nil, fmt.Errorf("transfer: %w", err)
+		}
+		argv = []string{"wget", "-q", "-x", "-nH", "--tries=1", "--timeout=60", "-P", dir, "-i", list}
+	case SMB:
+		cmd := "prompt OFF; recurse ON; lcd " + dir + "; mget data"
+		if upload {
+			cmd = "prompt OFF; recurse ON; lcd " + src + "; cd " + remoteUp + "; mput data"
+		}
+		argv = []string{"smbclient", "//" + s.host + "/data", "-p", port, "-A", r.auth, "-m", "SMB3", "-E", "-c", cmd}
+	case FTP:
+		cmd := "set net:max-retries 2; set net:timeout 60; set ftp:passive-mode on; set ftp:prefer-epsv no; mirror --no-perms data " + filepath.Join(dir, "data") + "; quit"
+		if upload {
+			cmd = "set net:max-retries 2; set net:timeout 60; set ftp:passive-mode on; set ftp:prefer-epsv no; mirror -R --no-perms " + filepath.Join(src, "data") + " " + remoteUp + "/data; quit"
+		}
+		argv = []string{"lftp", "-u", "anonymous,isobench", "-p", port, "-e", cmd, s.host}
+	}
+	return func(ctx context.Context) error {
+		var out bytes.Buffer
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.Stdin = nil
+		cmd.WaitDelay = 5 * time.Second
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w: %s", argv[0], err, lastLines(out.String(), 4))
+		}
+		if r.proto == SMB && strings.Contains(out.String(), "NT_STATUS_") {
+			// smbclient can exit 0 after a failed file
+			return fmt.Errorf("smbclient: %s", lastLines(out.String(), 4))
+		}
+		return nil
+	}, nil
+}
+
+func bracket(h string) string {
+	if strings.Contains(h, ":") {
+		return "[" + h + "]"
+	}
+	return h
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
