@@ -30,6 +30,7 @@ import (
 	"github.com/isobench/isobench/internal/workload/startup"
 	"github.com/isobench/isobench/internal/workload/stream"
 	"github.com/isobench/isobench/internal/workload/tooladapt"
+	"github.com/isobench/isobench/internal/workload/transfer"
 )
 
 // Platforms returns the registry of every platform.
@@ -65,6 +66,7 @@ func Workloads() workload.Registry {
 	defs = append(defs, netbench.Defs()...)  // incl. the hidden _net-server, _net-client halves
 	defs = append(defs, lifecycle.Defs()...) // incl. the hidden _spin load
 	defs = append(defs, service.Defs()...)   // incl. the hidden _service, _service-log halves
+	defs = append(defs, transfer.Defs()...)  // incl. the hidden _transfer half
 	r, err := workload.NewRegistry(defs...)
 	if err != nil {
 		// The list above is fixed at compile time; a duplicate is a
