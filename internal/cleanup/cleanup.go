@@ -773,10 +773,15 @@ func (w *world) scanEngines(ctx context.Context, p *Plan) {
 			eng, name := eng, name
 			p.Objects = append(p.Objects, Object{Kind: eng + "-container", Name: name, Why: why, order: orderContainer, rm: func(ctx context.Context) error {
 				out, err := exec.CommandContext(ctx, eng, "rm", "--force", "--volumes", id).CombinedOutput()
-				if err != nil && !strings.Contains(strings.ToLower(string(out)), "no such container") {
-					return fmt.Errorf("%s rm: %v: %s", eng, err, strings.TrimSpace(string(out)))
+				msg := strings.ToLower(string(out))
+				switch {
+				case err == nil, strings.Contains(msg, "no such container"):
+					return nil
+				case strings.Contains(msg, "already in progress"):
+					// another sweep is removing it: wait until it is gone
+					return waitGone(ctx, eng, id)
 				}
-				return nil
+				return fmt.Errorf("%s rm: %v: %s", eng, err, strings.TrimSpace(string(out)))
 			}})
 			if eng == "podman" {
 				for _, sd := range w.stateDirs {
@@ -1015,6 +1020,26 @@ func ruleExists(br string) bool {
 		return false
 	}
 	return exec.Command("iptables", "-C", "FORWARD", "-i", br, "-o", br, "-j", "ACCEPT").Run() == nil
+}
+
+// waitGone waits (up to a minute) until the engine no longer knows
+// container id.
+func waitGone(ctx context.Context, eng, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		if exec.CommandContext(ctx, eng, "inspect", "--format", "{{.Id}}", id).Run() != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%s: container %s still being removed by another process: %w", eng, id, ctx.Err())
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: container %s still being removed by another process: %w", eng, id, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // waitTick is the pause between attempts at removing a cgroup whose
