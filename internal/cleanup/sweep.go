@@ -106,11 +106,21 @@ func MarkCrashed(ctx context.Context, db string, id int64, note string) error {
 }
 
 func note(p *Plan, r *runrec.Record) string {
-	n := 0
+	kinds := map[string]int{}
+	var order []string
 	for _, o := range p.Objects {
-		if o.Why != "" || o.Owner != "" {
-			n++
+		if kinds[o.Kind] == 0 {
+			order = append(order, o.Kind)
 		}
+		kinds[o.Kind]++
 	}
-	return fmt.Sprintf("isobench process %d died without ending the run; %d object(s) left on the host by dead runs were removed", r.Pid, n)
+	var found []string
+	for _, k := range order {
+		found = append(found, fmt.Sprintf("%d %s", kinds[k], k))
+	}
+	what := "nothing"
+	if len(found) > 0 {
+		what = strings.Join(found, ", ")
+	}
+	return fmt.Sprintf("isobench process %d died without ending the run; found and removed on the host: %s", r.Pid, what)
 }
