@@ -33,7 +33,7 @@ import (
 // Factory registers the gvisor platform.
 var Factory = platform.Factory{
 	Name:  "gvisor",
-	Help:  "gVisor sandboxes: runsc on OCI bundles (no daemon); overlay rootfs; network=none (default), host or bridge; platform=systrap (default), ptrace or kvm",
+	Help:  "gVisor sandboxes: runsc on OCI bundles (no daemon); overlay rootfs; network=bridge (default, so network workloads run), none or host; platform=systrap (default), ptrace or kvm",
 	Extra: []string{"platform"},
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, o, env)
@@ -89,9 +89,10 @@ func New(ctx context.Context, o platform.Options, env platform.Env) (*Platform, 
 // runscNetwork maps a network mode to runsc's --network.
 func runscNetwork(n string) (string, error) {
 	switch n {
-	case platform.NetDefault, platform.NetNone:
+	case platform.NetNone:
 		return "none", nil
-	case platform.NetBridge:
+	case platform.NetDefault, platform.NetBridge: // bridge by default, like Docker: network workloads run
+
 		return "sandbox", nil
 	case platform.NetHost:
 		return "host", nil
@@ -173,12 +174,15 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	if s.Network == platform.NetDefault {
 		s.Network = p.network
 	}
+	if s.Network == platform.NetDefault {
+		s.Network = platform.NetBridge
+	}
 	rnet, err := runscNetwork(s.Network)
 	if err != nil {
 		return nil, err
 	}
 	in := &Instance{p: p, rnet: rnet}
-	in.Instance, err = p.Begin(ctx, s, local.Setup{DefaultNetwork: platform.NetNone, Netns: true, PhaseFIFO: true}, in)
+	in.Instance, err = p.Begin(ctx, s, local.Setup{DefaultNetwork: platform.NetBridge, Netns: true, PhaseFIFO: true}, in)
 	if err != nil {
 		return nil, err
 	}

@@ -58,8 +58,9 @@ func interfaces(t *testing.T, inst platform.Instance) []string {
 	return names
 }
 
-// TestNetworkNone checks network=none (the default) and bridge through
-// /proc/net/dev: only lo, no address; lo and eth0 on the bridge.
+// TestNetworkNone checks network=none, bridge and the default (bridge, so
+// network workloads run) through /proc/net/dev: only lo, no address with
+// none; lo and eth0 on the bridge.
 func TestNetworkNone(t *testing.T) {
 	skipUnavailable(t)
 	agent := conformance.BuildAgent(t)
@@ -77,7 +78,7 @@ func TestNetworkNone(t *testing.T) {
 		addr, err := inst.Address(t.Context())
 		got := interfaces(t, inst)
 		want := []string{"lo"}
-		if mode == platform.NetBridge {
+		if mode == platform.NetBridge || mode == platform.NetDefault {
 			want = []string{"eth0", "lo"}
 			if err != nil || addr == "" {
 				t.Errorf("bridge Address = %q, %v", addr, err)

@@ -42,7 +42,7 @@ import (
 // RuncFactory registers the runc platform.
 var RuncFactory = platform.Factory{
 	Name: "runc",
-	Help: "OCI bundles run by runc directly (no daemon); overlay rootfs; network=none (default), host or bridge",
+	Help: "OCI bundles run by runc directly (no daemon); overlay rootfs; network=bridge (default, so network workloads run), none or host",
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, "runc", o, env)
 	},
@@ -51,7 +51,7 @@ var RuncFactory = platform.Factory{
 // CrunFactory registers the crun platform.
 var CrunFactory = platform.Factory{
 	Name: "crun",
-	Help: "OCI bundles run by crun directly (no daemon); overlay rootfs; network=none (default), host or bridge",
+	Help: "OCI bundles run by crun directly (no daemon); overlay rootfs; network=bridge (default, so network workloads run), none or host",
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, "crun", o, env)
 	},
@@ -134,7 +134,7 @@ func (p *Platform) Facts(ctx context.Context) map[string]string {
 // main process has started (or already ended).
 func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Instance, err error) {
 	in := &Instance{p: p}
-	in.Instance, err = p.Begin(ctx, s, local.Setup{DefaultNetwork: platform.NetNone, Netns: true, PhaseFIFO: true}, in)
+	in.Instance, err = p.Begin(ctx, s, local.Setup{DefaultNetwork: platform.NetBridge, Netns: true, PhaseFIFO: true}, in)
 	if err != nil {
 		return nil, err
 	}
