@@ -65,7 +65,10 @@ Usage:
   isobench run [flags] [study.yaml]   run a study (see 'isobench run -h')
   isobench results [flags]            print stored samples (jsonl or csv)
   isobench report [flags]             summarise a store (table, markdown, csv, json, html)
-  isobench compare A.db B.db          compare two stores cell by cell
+  isobench compare A.db B.db          compare two stores cell by cell (--fail-if-slower 5%: a CI gate, exit 3)
+  isobench runs [--db FILE]           the runs in a store: command, host, date, status
+  isobench merge OUT.db A.db B.db...  join stores from several machines or runs, keeping where each run came from
+  isobench export [--db FILE] --run N one run as JSON: environment, plan and every sample
   isobench image build [flags]        build and import the instance images
   isobench doctor                     which platforms work here, and how to fix the others
   isobench clean [--dry-run]          remove what crashed runs left (containers, mounts, links...)
@@ -96,6 +99,12 @@ func Main(ctx context.Context, st *State, args []string) int {
 		err = cmdReport(ctx, st, args[1:])
 	case "compare":
 		err = cmdCompare(ctx, st, args[1:])
+	case "runs":
+		err = cmdRuns(ctx, st, args[1:])
+	case "merge":
+		err = cmdMerge(ctx, st, args[1:])
+	case "export":
+		err = cmdExport(ctx, st, args[1:])
 	case "image":
 		err = cmdImage(ctx, st, args[1:])
 	case "doctor":
@@ -132,6 +141,8 @@ func exitCode(st *State, err error) int {
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
+	case errors.Is(err, errRegression):
+		return ExitRegression
 	}
 	return ExitFailed
 }

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/isobench/isobench/internal/report"
 	"github.com/isobench/isobench/internal/stats"
@@ -98,9 +100,18 @@ var renderers = map[string]func(io.Writer, report.Doc) error{
 }
 
 func cmdCompare(ctx context.Context, st *State, args []string) error {
-	fs := newFlags(st, "compare", "compare A.db B.db\n\nPer cell (platform, workload, params, instances, metric) the change from A's latest run\nto B's, flagged only when it is outside the noise (family-wise 95% intervals).")
+	fs := newFlags(st, "compare", "compare A.db B.db [--fail-if-slower PCT]\n\nPer cell (platform, workload, params, instances, metric) the change from A's latest run\nto B's, flagged only when it is outside the noise (family-wise 95% intervals).\nWith --fail-if-slower 5%, a CI gate: exit 3 when some cell of B is slower than A by more\nthan 5% and its family-wise interval excludes 1 (outside the noise); exit 0 otherwise.")
+	failIf := fs.String("fail-if-slower", "", "`PCT`: exit 3 when a cell is slower by more than PCT (e.g. 5%) and outside the noise")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	threshold := -1.0
+	if *failIf != "" {
+		v, err := parsePercent(*failIf)
+		if err != nil {
+			return usage("--fail-if-slower: %v", err)
+		}
+		threshold = v
 	}
 	if fs.NArg() != 2 {
 		return usage("compare takes two stores: isobench compare A.db B.db")
@@ -127,5 +138,25 @@ func cmdCompare(ctx context.Context, st *State, args []string) error {
 	if len(changes) == 0 {
 		return fmt.Errorf("the two stores share no cell (same platform, workload, params, instances and metric)")
 	}
-	return report.ChangeTable(st.Stdout, changes)
+	if err := report.ChangeTable(st.Stdout, changes); err != nil {
+		return err
+	}
+	if threshold < 0 {
+		return nil
+	}
+	var worse []string
+	for _, ch := range changes {
+		if d := slowdown(ch); d > threshold {
+			c := ch.Cell
+			worse = append(worse, fmt.Sprintf("%s %s ×%d on %s %.1f%% slower", c.Workload, c.Metric, c.Instances, c.Label(), 100*d))
+		}
+	}
+	if len(worse) == 0 {
+		fmt.Fprintf(st.Stdout, "\ngate passed: no cell is slower by more than %g%% outside the noise (%d cells compared)\n", 100*threshold, len(changes))
+		return nil
+	}
+	return fmt.Errorf("%w: %d of %d cells slower by more than %g%% outside the noise: %s", errRegression, len(worse), len(changes), 100*threshold, strings.Join(worse, "; "))
 }
+
+// errRegression is a failed --fail-if-slower gate (exit ExitRegression).
+var errRegression = errors.New("regression")

@@ -264,3 +264,22 @@ func (s *Store) importRun(ctx context.Context, r Run, samples []sample.Sample, f
 	}
 	return id, tx.Commit()
 }
+
+// SampleCounts returns the number of measured (not warm-up) samples per run.
+func (s *Store) SampleCounts(ctx context.Context) (map[int64]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT run_id, COUNT(*) FROM samples WHERE warmup = 0 GROUP BY run_id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: count samples: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("store: count samples: %w", err)
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
