@@ -400,6 +400,10 @@ func (w *world) leaseOf(owner string) (hostnet.LeaseInfo, bool) {
 
 var localID = regexp.MustCompile(`isob-[a-z][0-9a-f]{8}`)
 
+// listTimeout bounds asking an engine for its containers (a wedged
+// daemon must not hang a run's start).
+const listTimeout = 30 * time.Second
+
 // Order of removal.
 const (
 	orderRun = iota
@@ -745,8 +749,10 @@ func (w *world) scanEngines(ctx context.Context, p *Plan) {
 		if _, err := exec.LookPath(eng); err != nil {
 			continue
 		}
-		out, err := exec.CommandContext(ctx, eng, "ps", "--all", "--no-trunc", "--filter", "label=isobench",
+		lctx, cancel := context.WithTimeout(ctx, listTimeout)
+		out, err := exec.CommandContext(lctx, eng, "ps", "--all", "--no-trunc", "--filter", "label=isobench",
 			"--format", `{{.ID}}|{{.Names}}|{{.Label "isobench.run"}}|{{.Label "isobench.name"}}`).Output()
+		cancel()
 		if err != nil {
 			p.Kept = append(p.Kept, Kept{eng, "containers", fmt.Sprintf("cannot list: %v", err)})
 			continue
@@ -807,7 +813,9 @@ func (w *world) scanLXD(ctx context.Context, p *Plan) {
 			return
 		}
 	}
-	out, err := exec.CommandContext(ctx, "lxc", "list", "isob-x", "--format", "json").Output()
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(lctx, "lxc", "list", "isob-x", "--format", "json").Output()
 	if err != nil {
 		p.Kept = append(p.Kept, Kept{"lxd", "instances", fmt.Sprintf("cannot list: %v", err)})
 		return
