@@ -34,7 +34,7 @@ const ServerName = "_transfer"
 const (
 	InjectNone     = "none"
 	InjectTruncate = "truncate" // the receiving side truncates one file before verifying
-	InjectServer   = "server"   // download: the server's copy of one file is changed after generation
+	InjectServer   = "server"   // download: one byte of the server's copy of one file is changed (same size)
 )
 
 var protos = []string{SCP, Wget, SMB, FTP}
@@ -123,7 +123,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		}
 		if p.Str("inject") == InjectServer {
 			f := ds.Files()[0]
-			if err := damage(filepath.Join(g.data(), f.Path)); err != nil {
+			if err := flip(filepath.Join(g.data(), f.Path)); err != nil {
 				return nil, err
 			}
 		}
@@ -183,6 +183,29 @@ func damage(path string) error {
 		return fmt.Errorf("inject: %w", err)
 	}
 	if err := os.Truncate(path, max(0, st.Size()-1)); err != nil {
+		return fmt.Errorf("inject: %w", err)
+	}
+	return nil
+}
+
+// flip changes one byte in the middle of a file, keeping its size: only
+// the checksum can tell.
+func flip(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("inject: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return fmt.Errorf("inject: %s is empty (%v)", path, err)
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, st.Size()/2); err != nil {
+		return fmt.Errorf("inject: %w", err)
+	}
+	b[0] ^= 0x20
+	if _, err := f.WriteAt(b, st.Size()/2); err != nil {
 		return fmt.Errorf("inject: %w", err)
 	}
 	return nil

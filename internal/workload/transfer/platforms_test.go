@@ -1,0 +1,308 @@
+package transfer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/isobench/isobench/internal/builtin"
+	"github.com/isobench/isobench/internal/dataset"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/conformance"
+	"github.com/isobench/isobench/internal/platform/local"
+	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/service"
+	"github.com/isobench/isobench/internal/workload/transfer"
+)
+
+var agentBin string
+
+func TestMain(m *testing.M) { os.Exit(conformance.AgentTestMain(m, &agentBin, "scp", "smb")) }
+
+var (
+	seq     atomic.Int64
+	started = time.Now()
+)
+
+// tracked checks that a workload closes every instance it creates.
+type tracked struct {
+	platform.Platform
+	mu   sync.Mutex
+	open map[string]bool
+	n    int
+}
+
+func (p *tracked) Create(ctx context.Context, s platform.Spec) (platform.Instance, error) {
+	in, err := p.Platform.Create(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.open[s.Name] = true
+	p.n++
+	p.mu.Unlock()
+	return &trackedInstance{Instance: in, name: s.Name, p: p}, nil
+}
+
+type trackedInstance struct {
+	platform.Instance
+	name string
+	p    *tracked
+}
+
+func (in *trackedInstance) Published(ctx context.Context, port int) (string, bool, error) {
+	if p, ok := in.Instance.(platform.Publisher); ok {
+		return p.Published(ctx, port)
+	}
+	return "", false, nil
+}
+
+func (in *trackedInstance) Close(ctx context.Context) error {
+	err := in.Instance.Close(ctx)
+	in.p.mu.Lock()
+	delete(in.p.open, in.name)
+	in.p.mu.Unlock()
+	return err
+}
+
+func (p *tracked) check(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name := range p.open {
+		t.Errorf("instance %s was never closed", name)
+	}
+	if p.n == 0 {
+		t.Error("no instance was created")
+	}
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+func newPlatform(t *testing.T, name string) *tracked {
+	t.Helper()
+	f, o, err := builtin.Platforms().Parse(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.New(t.Context(), o, platform.Env{AgentBinary: agentBin, StateDir: local.TestStateDir(), Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	if err := p.Available(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, o.Name, err)
+	}
+	if pr, ok := p.(platform.Preparer); ok {
+		if err := pr.Prepare(t.Context(), service.Image); err != nil {
+			t.Fatalf("prepare the debian image: %v", err)
+		}
+	}
+	return &tracked{Platform: p, open: map[string]bool{}}
+}
+
+func env(p platform.Platform, base platform.Spec, n int) workload.HostEnv {
+	base.Image = service.Image
+	base.Labels = map[string]string{platform.Label: "1", "isobench.test": "transfer"}
+	return workload.HostEnv{Platform: p, Base: base, Instances: n,
+		NewName: func() string { return fmt.Sprintf("xfertest-%d-%d", os.Getpid(), seq.Add(1)) }}
+}
+
+func runOne(t *testing.T, def workload.Def, params map[string]string, e workload.HostEnv) ([]workload.InstanceResult, error) {
+	t.Helper()
+	p, err := def.Resolve(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), def.Timeout(p))
+	defer cancel()
+	return def.Host(ctx, p, e)
+}
+
+// check: one result per client, a positive time and rate, the data set's
+// bytes, ready_ms from each server and the layout in the tags.
+func check(t *testing.T, res []workload.InstanceResult, n int, layout string, bytes int64) {
+	t.Helper()
+	if len(res) != n {
+		t.Fatalf("%d results, want %d", len(res), n)
+	}
+	for i, r := range res {
+		got := map[string]float64{}
+		for _, m := range r.Metrics {
+			if err := m.Validate(); err != nil {
+				t.Error(err)
+			}
+			got[m.Name] = m.Value
+		}
+		if got["transfer_time"] <= 0 || got["throughput"] <= 0 || got["bytes"] != float64(bytes) {
+			t.Errorf("client %d: %v", i, r.Metrics)
+		}
+		if r.Tags["client"] == "0" && got["ready_ms"] <= 0 {
+			t.Errorf("client %d: no ready_ms in %v", i, r.Metrics)
+		}
+		if r.Tags["layout"] != layout || r.Tags["protocol"] == "" || r.Tags["network"] == "" {
+			t.Errorf("client %d: tags %v, want layout=%s", i, r.Tags, layout)
+		}
+		t.Logf("client %d %v: %v", i, r.Tags, r.Metrics)
+	}
+}
+
+func needHost(t *testing.T, bins ...string) {
+	t.Helper()
+	for _, b := range bins {
+		if _, err := exec.LookPath(b); err != nil {
+			t.Skipf("%s is not installed on the host (apt-get install openssh-client wget smbclient lftp)", b)
+		}
+	}
+}
+
+var protoDefs = map[string]workload.Def{transfer.SCP: transfer.SCPDef, transfer.Wget: transfer.WgetDef, transfer.SMB: transfer.SMBDef, transfer.FTP: transfer.FTPDef}
+
+// runTransfers moves a small file and a small tree both ways with every
+// protocol, in every layout once, and injects a truncated file on the
+// receiving side (and a damaged one on the server) that must fail.
+func runTransfers(t *testing.T, p *tracked, base platform.Spec) {
+	needHost(t, "scp", "ssh-keygen", "wget", "smbclient", "lftp")
+	for _, proto := range []string{transfer.SCP, transfer.Wget, transfer.SMB, transfer.FTP} {
+		def := protoDefs[proto]
+		dirs := []string{transfer.Download, transfer.Upload}
+		if proto == transfer.Wget {
+			dirs = dirs[:1]
+		}
+		for _, dir := range dirs {
+			t.Run(proto+"/"+dir+"/tree", func(t *testing.T) {
+				res, err := runOne(t, def, map[string]string{"direction": dir, "tree": "50/4m"}, env(p, base, 1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, res, 1, "exclusive", 4<<20)
+			})
+			t.Run(proto+"/"+dir+"/file/clients=2", func(t *testing.T) {
+				res, err := runOne(t, def, map[string]string{"direction": dir, "file": "8m", "clients": "2"}, env(p, base, 1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, res, 2, "clients", 8<<20)
+			})
+			t.Run(proto+"/"+dir+"/truncated-fails", func(t *testing.T) {
+				_, err := runOne(t, def, map[string]string{"direction": dir, "tree": "20/1m", "inject": "truncate"}, env(p, base, 1))
+				if !errors.Is(err, dataset.ErrMismatch) && (err == nil || !strings.Contains(err.Error(), dataset.ErrMismatch.Error())) {
+					t.Fatalf("a truncated file was not reported as a failure: %v", err)
+				}
+				t.Log(err)
+			})
+		}
+	}
+	t.Run("scp/download/server-damaged-fails", func(t *testing.T) {
+		_, err := runOne(t, transfer.SCPDef, map[string]string{"tree": "20/1m", "inject": "server"}, env(p, base, 1))
+		if err == nil || !strings.Contains(err.Error(), dataset.ErrMismatch.Error()) || !strings.Contains(err.Error(), "sha256") {
+			t.Fatalf("a damaged server file was not reported as a checksum failure: %v", err)
+		}
+		t.Log(err)
+	})
+	t.Run("scp/pairs", func(t *testing.T) {
+		res, err := runOne(t, transfer.SCPDef, map[string]string{"file": "4m"}, env(p, base, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, res, 2, "pairs", 4<<20)
+	})
+	t.Run("smb/neighbours-busy", func(t *testing.T) {
+		res, err := runOne(t, transfer.SMBDef, map[string]string{"file": "8m", "neighbours": "1", "neighbours-busy": "true"}, env(p, base, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, res, 1, "neighbours-busy", 8<<20)
+	})
+	t.Run("wget/neighbours-idle", func(t *testing.T) {
+		res, err := runOne(t, transfer.WgetDef, map[string]string{"file": "8m", "neighbours": "1"}, env(p, base, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, res, 1, "neighbours-idle", 8<<20)
+	})
+	p.check(t)
+	leftovers(t)
+}
+
+// leftovers: no temporary directories, native scratch dirs or servers
+// of this test process remain.
+func leftovers(t *testing.T) {
+	t.Helper()
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "isobench-transfer-*")); len(left) > 0 {
+		// other test processes may be running: only complain about ours
+		for _, d := range left {
+			if st, err := os.Stat(d); err == nil && st.ModTime().After(started) {
+				t.Errorf("host temporary directory left behind: %s", d)
+			}
+		}
+	}
+	mine := fmt.Sprintf("xfertest-%d-", os.Getpid())
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "isobench-native", mine+"*")); len(left) > 0 {
+		t.Errorf("native scratch dirs left behind: %v", left)
+	}
+	if out, err := exec.Command("pgrep", "-af", mine).Output(); err == nil {
+		t.Errorf("processes left running:\n%s", out)
+	}
+}
+
+func TestNative(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real servers")
+	}
+	for _, b := range []string{"sshd", "apache2", "smbd", "vsftpd"} {
+		if _, err := exec.LookPath(b); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + b); err != nil {
+				t.Skipf("%s is not installed on the host (apt-get install openssh-server apache2 samba vsftpd)", b)
+			}
+		}
+	}
+	runTransfers(t, newPlatform(t, "native"), platform.Spec{})
+}
+
+func TestDocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("imports the debian image")
+	}
+	runTransfers(t, newPlatform(t, "docker"), platform.Spec{})
+	noContainers(t, "docker")
+}
+
+func TestLXC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the debian root file system")
+	}
+	runTransfers(t, newPlatform(t, "lxc"), platform.Spec{})
+}
+
+func TestCrun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the debian root file system")
+	}
+	runTransfers(t, newPlatform(t, "crun"), platform.Spec{Network: platform.NetBridge})
+}
+
+// noContainers: no container of this test process is left in the engine.
+func noContainers(t *testing.T, cli string) {
+	t.Helper()
+	out, err := exec.Command(cli, "ps", "-a", "--filter", "name=xfertest-"+fmt.Sprint(os.Getpid())+"-", "--format", "{{.Names}}").Output()
+	if err != nil {
+		t.Fatalf("%s ps: %v", cli, err)
+	}
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Errorf("%s containers left behind: %s", cli, s)
+	}
+}
