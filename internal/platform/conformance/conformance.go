@@ -61,6 +61,11 @@ type Opts struct {
 	// taken before the suite and after everything is closed must match.
 	// Nil skips that check (say why in the platform's test).
 	Leftovers func(ctx context.Context) ([]string, error)
+	// SharedHost says other sessions create and remove the same kind of
+	// host state meanwhile (Docker's netns mounts and veths cannot all be
+	// told apart): what vanished across the suite is then logged, not an
+	// error; what was left behind still is.
+	SharedHost bool
 	// Image is the image profile instances use (default "minimal").
 	Image string
 	// Timeout bounds each check (default 3 minutes). It is a hang guard,
@@ -161,12 +166,15 @@ func Run(t *testing.T, newPlatform func(t *testing.T) platform.Platform, opts Op
 			if err != nil {
 				t.Fatalf("listing leftovers after: %v", err)
 			}
-			if added, gone = diff(before, after); len(added)+len(gone) == 0 {
+			if added, gone = diff(before, after); len(added) == 0 && (len(gone) == 0 || opts.SharedHost) {
 				break
 			}
 		}
-		if len(added)+len(gone) > 0 {
+		switch {
+		case len(added) > 0 || len(gone) > 0 && !opts.SharedHost:
 			t.Errorf("host state changed across the suite:\n  left behind: %q\n  vanished: %q", added, gone)
+		case len(gone) > 0:
+			t.Logf("vanished across the suite (other sessions' state on a shared host): %q", gone)
 		}
 	}
 }

@@ -1,8 +1,25 @@
+// This is a hand-written client for the part of the Docker Engine API
+// isobench uses, over the unix socket (the transport and request encoding
+// shared with LXD's client in platform/local).
+//
+// The official client module was measured for issue 11 (2026-11-23): the
+// static `make build` binary (CGO_ENABLED=0, -trimpath -s -w) is 13,430,946
+// bytes without it; with the calls isobench needs (version, containers
+// list/inspect, exec create/attach, image import) it is 14,405,794 bytes
+// with github.com/moby/moby/client v0.6.2 (+974,848 bytes, +7.3%) and
+// 14,344,354 bytes with github.com/docker/docker/client v28.5.2 (+913,408,
+// +6.8%); both stay statically linked, and bring 15 and 14 more modules
+// (OpenTelemetry instrumentation among them). The size is acceptable; the
+// move is not done yet: it rewrites every call here and in docker.go,
+// image.go, footprint.go and oom.go (about 30), which other work was
+// editing at the time. What it would bring is DOCKER_HOST over tcp:// and
+// TLS (its ssh:// comes from the docker CLI's connhelper, not the client
+// module; isobench's remote hosts reach a remote dockerd over their own
+// SSH transport). Until then DOCKER_HOST may only name a unix socket.
 package docker
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +31,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 // DefaultSocket is where dockerd listens unless DOCKER_HOST says otherwise.
@@ -37,15 +56,7 @@ type client struct {
 }
 
 func newClient(socket string) *client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConns:      8,
-		DisableKeepAlives: false,
-	}
-	return &client{socket: socket, http: &http.Client{Transport: tr}}
+	return &client{socket: socket, http: local.UnixHTTPClient(socket)}
 }
 
 // apiError is a non-2xx answer from the daemon.
@@ -153,27 +164,9 @@ func buildRequest(ctx context.Context, version, method, path string, q url.Value
 	if len(q) > 0 {
 		u.RawQuery = q.Encode()
 	}
-	var r io.Reader
-	ctype := ""
-	switch b := body.(type) {
-	case nil:
-	case io.Reader:
-		r = b
-		ctype = "application/x-tar"
-	default:
-		js, err := json.Marshal(b)
-		if err != nil {
-			return nil, fmt.Errorf("docker %s %s: encoding body: %w", method, path, err)
-		}
-		r = bytes.NewReader(js)
-		ctype = "application/json"
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), r)
+	req, err := local.NewRequest(ctx, method, u.String(), body, "application/x-tar")
 	if err != nil {
 		return nil, fmt.Errorf("docker %s %s: %w", method, path, err)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
 	}
 	return req, nil
 }

@@ -52,8 +52,9 @@ func TestConformance(t *testing.T) {
 		return p
 	}
 	conformance.Run(t, newPlatform, conformance.Opts{
-		NAT:       true,
-		Leftovers: func(ctx context.Context) ([]string, error) { return leftovers(ctx, p, state) },
+		NAT:        true,
+		Leftovers:  func(ctx context.Context) ([]string, error) { return leftovers(ctx, p, state) },
+		SharedHost: true,
 	})
 }
 

@@ -1,19 +1,18 @@
 package lxd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
+
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 // SocketPath is LXD's unix socket: $LXD_SOCKET, $LXD_DIR/unix.socket, or
@@ -35,14 +34,7 @@ type client struct {
 }
 
 func newClient(socket string) *client {
-	d := net.Dialer{Timeout: 5 * time.Second}
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConnsPerHost: 4,
-	}
-	return &client{socket: socket, hc: &http.Client{Transport: tr}}
+	return &client{socket: socket, hc: local.UnixHTTPClient(socket)}
 }
 
 // response is LXD's answer envelope.
@@ -72,26 +64,9 @@ func isNotFound(err error) bool {
 // raw sends a request with body (JSON-encoded unless it is an io.Reader)
 // and returns the decoded envelope; error answers become *apiError.
 func (c *client) raw(ctx context.Context, method, path string, body any, header http.Header) (*response, error) {
-	var rd io.Reader
-	ctype := "application/json"
-	switch b := body.(type) {
-	case nil:
-	case io.Reader:
-		rd = b
-		ctype = "application/octet-stream"
-	default:
-		buf, err := json.Marshal(b)
-		if err != nil {
-			return nil, fmt.Errorf("lxd: %w", err)
-		}
-		rd = bytes.NewReader(buf)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://lxd"+path, rd)
+	req, err := local.NewRequest(ctx, method, "http://lxd"+path, body, "application/octet-stream")
 	if err != nil {
-		return nil, fmt.Errorf("lxd: %w", err)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", ctype)
+		return nil, fmt.Errorf("lxd %s %s: %w", method, path, err)
 	}
 	for k, v := range header {
 		req.Header[k] = v
