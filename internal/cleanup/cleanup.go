@@ -577,15 +577,16 @@ func (w *world) localObjects(ctx context.Context, p *Plan, id, why string) {
 	}
 	if _, err := os.Stat(filepath.Join("/run/netns", id)); err == nil {
 		add(orderNetns, "netns", id, func(ctx context.Context) error {
-			if out, err := exec.CommandContext(ctx, "ip", "netns", "delete", id).CombinedOutput(); err != nil {
+			out, err := exec.CommandContext(ctx, "ip", "netns", "delete", id).CombinedOutput()
+			if _, serr := os.Stat(filepath.Join("/run/netns", id)); err != nil && serr == nil {
 				return fmt.Errorf("ip netns delete: %v: %s", err, strings.TrimSpace(string(out)))
 			}
-			return nil
+			return nil // gone (maybe removed by a concurrent sweep)
 		})
 	}
 	veth := "isv" + strings.TrimPrefix(id, "isob-")
 	if _, err := os.Stat("/sys/class/net/" + veth); err == nil {
-		add(orderLink, "veth", veth, func(ctx context.Context) error { return hostnet.DeleteLink(ctx, veth) })
+		add(orderLink, "veth", veth, func(ctx context.Context) error { return deleteLink(ctx, veth) })
 	}
 	for _, c := range cgroupDirs() {
 		if strings.Contains(filepath.Base(c), id) {
@@ -859,7 +860,7 @@ func (w *world) scanLXD(ctx context.Context, p *Plan) {
 		}})
 		veth := "isv" + strings.TrimPrefix(name, "isob-")
 		if _, err := os.Stat("/sys/class/net/" + veth); err == nil {
-			p.Objects = append(p.Objects, Object{Kind: "veth", Name: veth, Owner: name, order: orderLink, rm: func(ctx context.Context) error { return hostnet.DeleteLink(ctx, veth) }})
+			p.Objects = append(p.Objects, Object{Kind: "veth", Name: veth, Owner: name, order: orderLink, rm: func(ctx context.Context) error { return deleteLink(ctx, veth) }})
 		}
 		for _, sd := range w.stateDirs {
 			d := filepath.Join(sd, "lxd-volumes", name)
@@ -947,7 +948,7 @@ func (w *world) scanQEMU(p *Plan) {
 			}
 			if t := rec["tap"]; strings.HasPrefix(t, "isq") {
 				if _, err := os.Stat("/sys/class/net/" + t); err == nil {
-					p.Objects = append(p.Objects, Object{Kind: "tap", Name: t, Owner: d, order: orderLink, rm: func(ctx context.Context) error { return hostnet.DeleteLink(ctx, t) }})
+					p.Objects = append(p.Objects, Object{Kind: "tap", Name: t, Owner: d, order: orderLink, rm: func(ctx context.Context) error { return deleteLink(ctx, t) }})
 				}
 			}
 			for _, k := range []string{"disk", "volume"} {
@@ -1028,6 +1029,16 @@ func ruleExists(br string) bool {
 		return false
 	}
 	return exec.Command("iptables", "-C", "FORWARD", "-i", br, "-o", br, "-j", "ACCEPT").Run() == nil
+}
+
+// deleteLink deletes a veth or tap; one already gone (its peer's
+// namespace went, or a concurrent sweep) is no failure.
+func deleteLink(ctx context.Context, name string) error {
+	err := hostnet.DeleteLink(ctx, name)
+	if _, serr := os.Stat("/sys/class/net/" + name); err != nil && serr == nil {
+		return err
+	}
+	return nil
 }
 
 // waitGone waits (up to a minute) until the engine no longer knows
