@@ -144,6 +144,7 @@ func Run(t *testing.T, newPlatform func(t *testing.T) platform.Platform, opts Op
 	t.Run("wait_idle", s.testWaitIdle)
 	t.Run("close_twice", s.testCloseTwice)
 	t.Run("create_error", s.testCreateError)
+	t.Run("confinement", s.testConfinement)
 
 	ctx, cancel = context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
@@ -896,6 +897,71 @@ func (s *suite) testCreateError(t *testing.T) {
 		if werr == nil && code == 0 {
 			t.Error("a main process that does not exist exited 0")
 		}
+	}
+}
+
+// ConfinedByDefault lists the platforms that give their workloads Docker's
+// default confinement unless told otherwise: its seccomp profile (mode 2,
+// a filter) and its reduced capability set.
+var ConfinedByDefault = []string{"runc", "crun", "docker", "podman"}
+
+// capSysAdmin is CAP_SYS_ADMIN's bit, which Docker's default set lacks.
+const capSysAdmin = 21
+
+// Confinement reads what /proc/self/status says about a process's
+// confinement, as facts: cap_eff and cap_bnd (hex masks), seccomp (0 none,
+// 1 strict, 2 filter) and no_new_privs (0 or 1).
+func Confinement(status string) (map[string]string, error) {
+	keys := map[string]string{"CapEff": "cap_eff", "CapBnd": "cap_bnd", "Seccomp": "seccomp", "NoNewPrivs": "no_new_privs"}
+	f := map[string]string{}
+	for _, l := range strings.Split(status, "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if fact, want := keys[k]; ok && want {
+			f[fact] = strings.TrimSpace(v)
+		}
+	}
+	for _, fact := range []string{"cap_eff", "cap_bnd", "seccomp"} {
+		if f[fact] == "" {
+			return f, fmt.Errorf("/proc/self/status has no %s line", fact)
+		}
+	}
+	if f["no_new_privs"] == "" {
+		f["no_new_privs"] = "0" // kernels before 4.10 do not say
+	}
+	return f, nil
+}
+
+// testConfinement reads the capability sets, seccomp mode and NoNewPrivs
+// of a command run in an instance (what a workload gets) and records them
+// as the instance's confinement facts. Facts the platform reports under
+// the same names must agree; the platforms in ConfinedByDefault must have
+// a seccomp filter and no CAP_SYS_ADMIN.
+func (s *suite) testConfinement(t *testing.T) {
+	ctx := s.ctx(t)
+	inst := s.create(t, s.spec())
+	got, err := Confinement(mustRun(t, ctx, inst, "cat", "/proc/self/status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s instance facts: cap_eff=%s cap_bnd=%s seccomp=%s no_new_privs=%s", s.p.Name(), got["cap_eff"], got["cap_bnd"], got["seccomp"], got["no_new_privs"])
+	facts := inst.Facts(ctx)
+	for k, v := range got {
+		if fv, ok := facts[k]; ok && fv != v {
+			t.Errorf("instance fact %s=%s, but a command inside has %s", k, fv, v)
+		}
+	}
+	if !slices.Contains(ConfinedByDefault, s.p.Name()) {
+		return
+	}
+	if got["seccomp"] != "2" {
+		t.Errorf("%s: seccomp mode %s inside, want 2 (Docker's default profile)", s.p.Name(), got["seccomp"])
+	}
+	eff, err := strconv.ParseUint(got["cap_eff"], 16, 64)
+	if err != nil {
+		t.Fatalf("CapEff %q: %v", got["cap_eff"], err)
+	}
+	if eff&(1<<capSysAdmin) != 0 {
+		t.Errorf("%s: CapEff %s inside has CAP_SYS_ADMIN, want Docker's reduced set", s.p.Name(), got["cap_eff"])
 	}
 }
 

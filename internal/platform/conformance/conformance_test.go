@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"maps"
 	"slices"
 	"testing"
 )
@@ -56,5 +57,21 @@ func TestRequired(t *testing.T) {
 func TestHasHello(t *testing.T) {
 	if !hasHello("noise\n{\"event\":\"hello\"}\n") || hasHello("{\"event\":\"ready\"}\nhello\n") {
 		t.Error("hasHello")
+	}
+}
+
+func TestConfinement(t *testing.T) {
+	status := "Name:\tcat\nUmask:\t0022\nCapInh:\t0000000000000000\nCapPrm:\t00000000a80425fb\n" +
+		"CapEff:\t00000000a80425fb\nCapBnd:\t00000000a80425fb\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t1\n"
+	f, err := Confinement(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"cap_eff": "00000000a80425fb", "cap_bnd": "00000000a80425fb", "seccomp": "2", "no_new_privs": "1"}
+	if !maps.Equal(f, want) {
+		t.Errorf("Confinement = %v, want %v", f, want)
+	}
+	if _, err := Confinement("Name:\tcat\nCapEff:\t0\n"); err == nil {
+		t.Error("a status without CapBnd and Seccomp was accepted")
 	}
 }

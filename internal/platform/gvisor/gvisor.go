@@ -9,6 +9,15 @@
 // the interfaces of a network namespace isobench wired to its bridge) for
 // network=bridge, "host" for network=host.
 //
+// Confinement: the bundle has Docker's capability set, like runc's, but no
+// seccomp profile. A sandboxed process's system calls are served by
+// gVisor's own kernel (the Sentry) and never reach the host kernel; runsc
+// applies an OCI linux.seccomp profile only with --oci-seccomp, and then
+// inside the Sentry. What confines the sandbox on the host is runsc's own
+// seccomp filters on the Sentry and the gofer, always on. Inside, the
+// /proc/self/status gVisor emulates reports the capability sets and no
+// seccomp filter (Seccomp: 0); the conformance suite records that.
+//
 // Docker can also run gVisor (docker:runtime=runsc) once runsc is
 // registered in /etc/docker/daemon.json; see DockerRuntimeJSON.
 package gvisor
@@ -242,6 +251,8 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	f["runtime"] = Binary
 	f["gvisor_platform"] = in.p.sandbox
 	f["gvisor_network"] = in.rnet
+	f["capabilities"] = "docker-default"
+	f["seccomp_profile"] = "gvisor-sentry" // see the package doc
 	f["cgroup"] = "/isobench/" + in.ID()
 	return f
 }

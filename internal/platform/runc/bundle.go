@@ -21,15 +21,21 @@ type Bundle struct {
 	// PhaseFIFO, when set, is a FIFO that OCI hooks on the host write
 	// "created" (createRuntime) and "started" (poststart) lines to.
 	PhaseFIFO string
+	// Seccomp puts Docker's default seccomp profile into the bundle.
+	Seccomp bool
 }
 
 // OCIConfig returns the bundle's config.json for spec s.
 func (b Bundle) OCIConfig(s platform.Spec) ([]byte, error) {
-	bc := bundleConfig{id: b.ID, rootfs: b.Rootfs, volume: b.Volume, netnsPath: b.NetnsPath, hostNet: b.HostNet}
+	bc := bundleConfig{id: b.ID, rootfs: b.Rootfs, volume: b.Volume, netnsPath: b.NetnsPath, hostNet: b.HostNet, seccomp: b.Seccomp}
 	if b.PhaseFIFO != "" {
 		bc.hooks = phaseHooks(b.PhaseFIFO)
 	}
-	cfg, err := json.MarshalIndent(ociConfig(s, bc), "", "\t")
+	spec, err := ociConfig(s, bc)
+	if err != nil {
+		return nil, fmt.Errorf("oci config: %w", err)
+	}
+	cfg, err := json.MarshalIndent(spec, "", "\t")
 	if err != nil {
 		return nil, fmt.Errorf("oci config: %w", err)
 	}

@@ -1,8 +1,10 @@
 package runc
 
 import (
+	"fmt"
 	"syscall"
 
+	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/isobench/isobench/internal/platform"
@@ -17,8 +19,9 @@ const ociVersion = "1.0.2"
 // cfsPeriod is the CFS period isobench uses for CPU quotas, in µs.
 const cfsPeriod = local.CFSPeriod
 
-// defaultCaps is Docker's default capability set, which `runc spec` and
-// crun's defaults also start from.
+// defaultCaps is Docker's default capability set (moby's
+// oci/caps.DefaultCapabilities), which `runc spec` and crun's defaults also
+// start from.
 var defaultCaps = []string{
 	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
 	"CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
@@ -61,12 +64,13 @@ type bundleConfig struct {
 	netnsPath string // network namespace to join, or "" for a new one
 	hostNet   bool   // no network namespace at all
 	hooks     *specs.Hooks
+	seccomp   bool // Docker's default seccomp profile
 }
 
 // ociConfig builds config.json for s: the main process, namespaces, the
 // usual /proc, /dev, /sys and cgroup mounts, a cgroup under /isobench and
 // the CFS quota and memory limit.
-func ociConfig(s platform.Spec, b bundleConfig) *specs.Spec {
+func ociConfig(s platform.Spec, b bundleConfig) (*specs.Spec, error) {
 	ns := []specs.LinuxNamespace{{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.MountNamespace}}
 	switch {
 	case b.hostNet:
@@ -101,13 +105,14 @@ func ociConfig(s platform.Spec, b bundleConfig) *specs.Spec {
 		limit := s.Memory
 		res.Memory = &specs.LinuxMemory{Limit: &limit}
 	}
-	return &specs.Spec{
+	spec := &specs.Spec{
 		Version: ociVersion,
 		Process: &specs.Process{
-			Args:            local.MainArgv(s),
-			Env:             local.Env(),
-			Cwd:             "/",
-			Capabilities:    &specs.LinuxCapabilities{Bounding: defaultCaps, Effective: defaultCaps, Permitted: defaultCaps, Inheritable: defaultCaps},
+			Args: local.MainArgv(s),
+			Env:  local.Env(),
+			Cwd:  "/",
+			// no inheritable set, as Docker since 20.10.14 (CVE-2022-24769)
+			Capabilities:    &specs.LinuxCapabilities{Bounding: defaultCaps, Effective: defaultCaps, Permitted: defaultCaps},
 			Rlimits:         []specs.POSIXRlimit{nofile()},
 			NoNewPrivileges: true,
 		},
@@ -124,4 +129,15 @@ func ociConfig(s platform.Spec, b bundleConfig) *specs.Spec {
 			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
 		},
 	}
+	if b.seccomp {
+		// Docker's default profile for this architecture and the
+		// capabilities above (the same filter dockerd writes into its
+		// bundles): an allowlist, EPERM for the rest
+		sc, err := seccomp.GetDefaultProfile(spec)
+		if err != nil {
+			return nil, fmt.Errorf("default seccomp profile: %w", err)
+		}
+		spec.Linux.Seccomp = sc
+	}
+	return spec, nil
 }

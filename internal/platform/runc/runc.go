@@ -42,7 +42,9 @@ import (
 // RuncFactory registers the runc platform.
 var RuncFactory = platform.Factory{
 	Name: "runc",
-	Help: "OCI bundles run by runc directly (no daemon); overlay rootfs; network=bridge (default, so network workloads run), none or host",
+	Help: "OCI bundles run by runc directly (no daemon); overlay rootfs; network=bridge (default, so network workloads run), none or host; " +
+		"Docker's default seccomp profile and capabilities (seccomp=unconfined turns the profile off)",
+	Extra: []string{"seccomp"},
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, "runc", o, env)
 	},
@@ -51,7 +53,9 @@ var RuncFactory = platform.Factory{
 // CrunFactory registers the crun platform.
 var CrunFactory = platform.Factory{
 	Name: "crun",
-	Help: "OCI bundles run by crun directly (no daemon); overlay rootfs; network=bridge (default, so network workloads run), none or host",
+	Help: "OCI bundles run by crun directly (no daemon); overlay rootfs; network=bridge (default, so network workloads run), none or host; " +
+		"Docker's default seccomp profile and capabilities (seccomp=unconfined turns the profile off)",
+	Extra: []string{"seccomp"},
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, "crun", o, env)
 	},
@@ -62,6 +66,25 @@ type Platform struct {
 	*local.Host
 	runtime string // "runc" or "crun"
 	root    string // the runtime's --root state directory
+	seccomp bool   // Docker's default seccomp profile in every bundle
+}
+
+// Seccomp option values.
+const (
+	SeccompDefault    = "default"    // Docker's default profile (the default)
+	SeccompUnconfined = "unconfined" // no seccomp filter, like docker --security-opt seccomp=unconfined
+)
+
+// ParseSeccomp reads the seccomp option: whether to apply Docker's default
+// profile.
+func ParseSeccomp(name, v string) (bool, error) {
+	switch v {
+	case "", SeccompDefault:
+		return true, nil
+	case SeccompUnconfined:
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: seccomp=%q must be default or unconfined", name, v)
 }
 
 // New makes a platform for runtime ("runc" or "crun").
@@ -77,7 +100,11 @@ func New(ctx context.Context, runtime string, o platform.Options, env platform.E
 	if err := h.CheckNetwork(o.Base.Network); err != nil {
 		return nil, err
 	}
-	return &Platform{Host: h, runtime: runtime, root: filepath.Join("/run/isobench", runtime)}, nil
+	sc, err := ParseSeccomp(runtime, o.Extra["seccomp"])
+	if err != nil {
+		return nil, err
+	}
+	return &Platform{Host: h, runtime: runtime, root: filepath.Join("/run/isobench", runtime), seccomp: sc}, nil
 }
 
 // hybridCgroups reports a cgroup v1 host with a cgroup2 "unified" mount.
@@ -139,7 +166,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		return nil, err
 	}
 	defer in.Undo(ctx, &err)
-	b := Bundle{ID: in.ID(), Rootfs: in.Overlay.Merged, Volume: in.Volume, HostNet: in.Network == platform.NetHost, PhaseFIFO: in.PhaseFIFO}
+	b := Bundle{ID: in.ID(), Rootfs: in.Overlay.Merged, Volume: in.Volume, HostNet: in.Network == platform.NetHost, PhaseFIFO: in.PhaseFIFO, Seccomp: p.seccomp}
 	if in.Netns != nil {
 		b.NetnsPath = in.Netns.Path()
 	}
@@ -205,10 +232,22 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	if err := in.CheckExec(argv); err != nil {
 		return err
 	}
-	full := in.p.command(ExecArgs(in.ID(), argv)...)
+	// the bundle's process has noNewPrivileges; runc's exec inherits it,
+	// crun's (1.8) does not unless asked, so ask both
+	args := append([]string{"exec", "--no-new-privs"}, ExecArgs(in.ID(), argv)[1:]...)
+	full := in.p.command(args...)
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
 	return local.Run(ctx, cmd, argv, in.p.runtime+" exec")
+}
+
+// SeccompFact is the seccomp_profile fact: "docker-default" or
+// "unconfined".
+func SeccompFact(on bool) string {
+	if on {
+		return "docker-default"
+	}
+	return SeccompUnconfined
 }
 
 // ExecArgs are the arguments of an OCI runtime's exec (runc, crun, runsc)
@@ -226,6 +265,8 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	f := in.Instance.Facts(ctx)
 	f["runtime"] = in.p.runtime
 	f["cgroup"] = "/isobench/" + in.ID()
+	f["capabilities"] = "docker-default"
+	f["seccomp_profile"] = SeccompFact(in.p.seccomp)
 	return f
 }
 

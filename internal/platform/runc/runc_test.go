@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/local/localtest"
@@ -35,7 +37,10 @@ func TestStartup(t *testing.T) {
 
 func TestOCIConfig(t *testing.T) {
 	s := platform.Spec{CPUs: 1.5, Memory: 256 << 20, Main: []string{platform.AgentPlaceholder, "agent", "hello"}}
-	c := ociConfig(s, bundleConfig{id: "isob-rabc", rootfs: "/x/rootfs", volume: "/x/volume", netnsPath: "/run/netns/isob-rabc"})
+	c, err := ociConfig(s, bundleConfig{id: "isob-rabc", rootfs: "/x/rootfs", volume: "/x/volume", netnsPath: "/run/netns/isob-rabc", seccomp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if cpu := c.Linux.Resources.CPU; cpu == nil || cpu.Quota == nil || *cpu.Quota != 150000 || cpu.Period == nil || *cpu.Period != 100000 {
 		t.Errorf("cpu %+v", c.Linux.Resources.CPU)
 	}
@@ -68,8 +73,22 @@ func TestOCIConfig(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), `"ociVersion":"1.0.2"`) {
 		t.Errorf("json %s, %v", b, err)
 	}
+	// Docker's default profile: an allowlist (EPERM by default) that
+	// allows read but not, without CAP_SYS_ADMIN, mount
+	if sc := c.Linux.Seccomp; sc == nil || sc.DefaultAction != specs.ActErrno || !allowed(sc, "read") || allowed(sc, "mount") {
+		t.Errorf("seccomp %+v", c.Linux.Seccomp)
+	}
+	if caps := c.Process.Capabilities; !slices.Equal(caps.Bounding, defaultCaps) || len(caps.Inheritable) != 0 || slices.Contains(caps.Effective, "CAP_SYS_ADMIN") {
+		t.Errorf("capabilities %+v", caps)
+	}
 
-	c = ociConfig(platform.Spec{}, bundleConfig{id: "i", hostNet: true})
+	c, err = ociConfig(platform.Spec{}, bundleConfig{id: "i", hostNet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Linux.Seccomp != nil {
+		t.Errorf("seccomp=unconfined bundle has a profile")
+	}
 	if c.Linux.Resources.CPU != nil || c.Linux.Resources.Memory != nil {
 		t.Errorf("unlimited spec has resources %+v", c.Linux.Resources)
 	}
@@ -83,6 +102,16 @@ func TestOCIConfig(t *testing.T) {
 	}
 }
 
+// allowed reports whether the profile allows syscall name unconditionally.
+func allowed(sc *specs.LinuxSeccomp, name string) bool {
+	for _, r := range sc.Syscalls {
+		if r.Action == specs.ActAllow && len(r.Args) == 0 && slices.Contains(r.Names, name) {
+			return true
+		}
+	}
+	return false
+}
+
 func TestNewRejects(t *testing.T) {
 	env := platform.Env{AgentBinary: "/a", StateDir: filepath.Join(t.TempDir())}
 	if _, err := New(t.Context(), "youki", platform.Options{}, env); err == nil {
@@ -91,6 +120,10 @@ func TestNewRejects(t *testing.T) {
 	o := platform.Options{Base: platform.Spec{Network: "weird"}}
 	if _, err := New(t.Context(), "runc", o, env); err == nil {
 		t.Error("unknown network accepted")
+	}
+	o, _ = platform.ParseOptions("runc:seccomp=off", RuncFactory.Extra...)
+	if _, err := RuncFactory.New(t.Context(), o, env); err == nil {
+		t.Error("seccomp=off accepted")
 	}
 	reg := platform.NewRegistry(RuncFactory, CrunFactory)
 	if _, o, err := reg.Parse("crun:cpus=1,network=bridge"); err != nil || o.Base.Network != "bridge" {
