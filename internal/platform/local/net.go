@@ -119,9 +119,9 @@ func (n *Netns) Close(ctx context.Context) error {
 }
 
 // ReleaseLease releases addr on br. Release then deletes the bridge when
-// no live lease is left; another process doing the same at the same moment
-// makes that deletion fail with the bridge already gone, which is not an
-// error here.
+// no port is left on it and no live process holds a lease (see hostnet);
+// a deletion that fails because the bridge is already gone is not an error
+// here.
 func ReleaseLease(ctx context.Context, br *hostnet.Bridge, addr netip.Addr) error {
 	err := br.Release(ctx, addr)
 	if err != nil {
