@@ -281,6 +281,13 @@ func TestDocker(t *testing.T) {
 		}
 	})
 	t.Run("oltp-prepared-once", func(t *testing.T) { preparedOnce(t, p, platform.Spec{}) })
+	t.Run("client=instance/http", func(t *testing.T) {
+		res, err := runOne(t, service.HTTP, map[string]string{"requests": "2000", "users": "20", "client": "instance", "tool": "ab"}, env(p, platform.Spec{}, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkResults(t, res, 2, "requests_per_sec", "latency_p99")
+	})
 	t.Run("client=instance/redis", func(t *testing.T) {
 		res, err := runOne(t, service.RedisDef, map[string]string{"requests": "10000", "client": "instance"}, env(p, platform.Spec{}, 2))
 		if err != nil {
