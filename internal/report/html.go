@@ -28,6 +28,17 @@ table.fp td{text-align:left;white-space:normal;max-width:760px;word-break:break-
 svg .title{font-weight:bold;font-size:13px}svg .tick{fill:#444;font-size:11px}svg .axis{fill:#222}svg .legend{fill:#222}svg .note{fill:#666;font-size:11px}
 .v-slower,.v-lower{background:#fbe3e1}.v-faster,.v-higher{background:#e3f4e1}.v-baseline{color:#777}.v-insufficient{color:#a06000}
 footer{margin:32px 0 8px;color:#777;font-size:12px}
+nav,h1,h2,h3,.meta,ul.verdict li,.warnbox li{overflow-wrap:anywhere}
+.tw{overflow-x:auto;max-width:100%}
+.overview svg{background:#fff;border:1px solid #ddd;max-width:100%;height:auto;display:block}
+svg .group{font-weight:bold;fill:#222}
+ul.verdict{list-style:none;padding-left:0;margin:4px 0 12px}
+ul.verdict li{margin:2px 0;padding:2px 6px;border-radius:3px}
+ul.verdict .lbl{font-weight:bold;margin-right:4px}
+ul.verdict li.v-same{background:#f3f3f3}
+details>summary{cursor:pointer;margin:4px 0}
+details.has-warnings>summary{color:#8a5a00;font-weight:bold}
+@media (max-width:640px){body{margin:8px auto;padding:0 8px;font-size:13px}.fp-wrap{columns:1}table.fp td{max-width:none}}
 `
 
 // baselineOf is the baseline label the cells were compared with, or "".

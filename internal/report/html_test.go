@@ -303,8 +303,8 @@ func TestHTMLInChromium(t *testing.T) {
 	if n := len(svgLineRe.FindAllString(dom, -1)); n != len(synthMetrics) {
 		t.Errorf("DOM has %d line charts, want %d (workload×metric)", n, len(synthMetrics))
 	}
-	if n := strings.Count(dom, "<svg"); n != 2*len(synthMetrics) {
-		t.Errorf("DOM has %d <svg>, want %d (a line and an overhead chart per workload×metric)", n, 2*len(synthMetrics))
+	if n := strings.Count(dom, "<svg"); n != 2*len(synthMetrics)+1 {
+		t.Errorf("DOM has %d <svg>, want %d (the overview, and a line and an overhead chart per workload×metric)", n, 2*len(synthMetrics)+1)
 	}
 	if m := errorClassRe.FindString(dom); m != "" {
 		t.Errorf("DOM has an error element: %s", m)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/isobench/isobench/internal/hostinfo"
+	"github.com/isobench/isobench/internal/stats"
 )
 
 // HTML writes the report as one self-contained page (inline CSS and SVG,
@@ -44,6 +45,9 @@ type page struct {
 	Fingerprint  []keyValue
 	Summary      []summaryGroup
 	AnyDiffers   bool
+	Verdict      []verdictGroup
+	Overview     template.HTML
+	NoiseCells   int
 	ScoreErr     string
 	Score        *scoreView
 	Workloads    []workloadView
@@ -124,6 +128,14 @@ func newPage(d Doc) page {
 	groups := groupByWorkload(d.Cells)
 	if base != "" {
 		pg.Summary, pg.AnyDiffers = summaryOf(groups)
+		// Safe as HTML: overviewSVG escapes every text it draws.
+		pg.Overview = template.HTML(overviewSVG(overviewRows(d.Cells), base))
+	}
+	pg.Verdict = verdictGroups(d.Cells)
+	for _, c := range d.Cells {
+		if len(c.Warnings) > 0 {
+			pg.NoiseCells++
+		}
 	}
 	score, haveScore, scoreErr := OverallScore(d.Cells)
 	switch {
@@ -159,7 +171,7 @@ func summaryOf(groups []workloadGroup) (out []summaryGroup, anyDiffers bool) {
 					ci = fmt.Sprintf("[%.3f, %.3f]", c.RatioCILow, c.RatioCIHigh)
 				}
 				sg.Rows = append(sg.Rows, summaryRow{Class: verdictClass(c.Verdict), Metric: c.Metric, Unit: c.Unit, Instances: c.Instances,
-					Label: c.Label(), Ratio: fmt.Sprintf("%.3f", c.Ratio), CI: ci, Change: fmt.Sprintf("%+.1f%%", 100*(c.Ratio-1)), Verdict: c.Verdict})
+					Label: c.Label(), Ratio: fmt.Sprintf("%.3f", c.Ratio), CI: ci, Change: changeFactor(c), Verdict: c.Verdict})
 			}
 		}
 		if sg.Compared == 0 {
@@ -257,10 +269,53 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <p class="meta">status: <b>{{.Status}}</b>{{if .Base}} · baseline: <b>{{.Base}}</b>{{end}} · {{.NCells}} cells</p>
 {{if .Unfinished}}<p class="error">The run did not finish ({{.Status}}): the cells below hold only the repetitions that completed.</p>
 {{end -}}
-<nav><a href="#environment">Environment</a> · <a href="#summary">Summary</a>
+<nav><a href="#verdict">Verdict</a>
 {{- if or .ScoreErr .Score}} · <a href="#score">Overall score</a>{{end}}
-{{- range .Workloads}} · <a href="#{{.ID}}">{{.Label}}</a>{{end}} · <a href="#noise">Noise warnings</a></nav>
+{{- range .Workloads}} · <a href="#{{.ID}}">{{.Label}}</a>{{end}}{{if .Base}} · <a href="#summary">All differences</a>{{end}} · <a href="#environment">Environment</a> · <a href="#noise">Noise warnings</a></nav>
+<section id="verdict"><h2>Verdict</h2>
+{{if .Base}}<p>Each platform against <b>{{.Base}}</b> (the baseline): the ratio of medians with its 95% bootstrap interval. A difference is called only when the interval excludes 1.</p>
+{{if .Overview}}<div class="overview">
+{{.Overview}}
+</div>
+{{end}}{{else}}<p>No baseline platform: nothing was compared (give --baseline, or run more than one platform).</p>
+{{end -}}
+{{range .Verdict}}<h3>{{.Title}}</h3><ul class="verdict">
+{{range .Lines}}<li class="{{.Class}}"><span class="lbl">{{.Label}}</span> {{.Text}}</li>
+{{end}}</ul>
+{{end}}{{if .NoiseCells}}<p class="meta">{{.NoiseCells}} of {{.NCells}} cells carry noise warnings: see <a href="#noise">the end of the page</a>.</p>
+{{end}}</section>
+{{if .ScoreErr}}<section id="score"><h2>Overall score (study 004)</h2><p class="error">{{.ScoreErr}}</p></section>
+{{else if .Score}}{{with .Score}}<section id="score"><h2>Overall score (study 004)</h2>
+<p>Each row is a platform's median relative to {{.Native}}, oriented so that {{.Native}} = 1 and higher is better; the total sums the rows, overall = total / rows.</p>
+{{if .Missing}}<div class="warnbox">The run lacks the workloads for: {{.Missing}}. The totals below are over {{.NRows}} rows, not the study's 4, and are not comparable with it.</div>
+{{end}}<div class="tw"><table class="score"><thead><tr><th class="l">row</th><th class="l">source</th>{{range .Platforms}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
+{{range .Rows}}<tr>{{if .Header}}<th class="l">{{.Title}}</th><td></td>{{else}}<td class="l">{{.Title}}</td><td class="l">{{.Source}}</td>{{end}}
+{{- range .Values}}<td>{{if .Bold}}<b>{{.Text}}</b>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{end}}</tbody></table></div></section>
+{{end}}{{end -}}
+{{range .Workloads}}<section class="workload" id="{{.ID}}"><h2>{{.Label}}</h2>
+{{range .Metrics}}<h3 id="{{.ID}}">{{.Metric}} <small>({{.Unit}}, {{.Better}} is better)</small></h3>
+<div class="charts">
+{{range .Charts}}{{.}}
+{{end}}</div>
+<div class="tw"><table class="cells"><thead><tr><th>instances</th><th class="l">platform</th><th>n</th><th>median</th><th>stdev</th><th>CV</th><th>median 95% CI</th><th>ratio</th><th>ratio 95% CI</th><th class="l">verdict</th></tr></thead><tbody>
+{{range .Rows}}<tr class="{{.Class}}"><td>{{.Instances}}</td><td class="l">{{.Label}}</td><td>{{.N}}</td><td>{{.Median}}</td><td>{{.Stdev}}</td><td>{{.CV}}</td><td>{{.CI}}</td><td>{{.Ratio}}</td><td>{{.RatioCI}}</td><td class="l">{{.Verdict}}</td></tr>
+{{end}}</tbody></table></div>
+{{end}}</section>
+{{end -}}
+{{if .Base}}<section id="summary"><h2>All differences</h2>
+<p>Every cell (each metric and instance count) whose 95% interval of the median ratio to <b>{{.Base}}</b> excludes 1; every other comparison found no detectable difference. Startup phases compared across different platforms get no verdict (each platform marks its phases at its own points).</p>
+{{range .Summary}}<h3>{{.Label}}</h3>
+{{if not .Rows}}<p class="ok">No platform differs detectably from {{$.Base}} ({{.Compared}} comparisons).</p>
+{{else}}<div class="tw"><table class="summary"><thead><tr><th class="l">metric</th><th>instances</th><th class="l">platform</th><th>ratio</th><th>95% CI</th><th>change</th><th class="l">verdict</th></tr></thead><tbody>
+{{range .Rows}}<tr class="{{.Class}}"><td class="l">{{.Metric}} ({{.Unit}})</td><td>{{.Instances}}</td><td class="l">{{.Label}}</td><td>{{.Ratio}}</td><td>{{.CI}}</td><td>{{.Change}}</td><td class="l">{{.Verdict}}</td></tr>
+{{end}}</tbody></table></div><p class="meta">{{len .Rows}} of {{.Compared}} comparisons differ.</p>
+{{end}}{{end -}}
+{{if not .AnyDiffers}}<p class="ok"><b>No detectable difference anywhere.</b></p>
+{{end}}</section>
+{{end -}}
 <section id="environment"><h2>Environment</h2>
+<details{{if .HostWarnings}} class="has-warnings"{{end}}><summary>{{if .HostWarnings}}{{len .HostWarnings}} host setting(s) known to distort results; {{end}}{{len .Fingerprint}} recorded facts</summary>
 {{if .HostWarnings}}<div class="warnbox host-warnings"><b>Settings known to distort results:</b><ul>
 {{range .HostWarnings}}<li class="warn">{{.}}</li>
 {{end}}</ul></div>
@@ -268,47 +323,33 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{end -}}
 {{if .Fingerprint}}<div class="fp-wrap"><table class="fp"><tbody>
 {{range .Fingerprint}}<tr><th class="l">{{.K}}</th><td>{{.V}}</td></tr>
-{{end}}</tbody></table></div></section>
-{{else}}<p>No fingerprint was recorded for this run.</p></section>
-{{end -}}
-<section id="summary"><h2>Summary</h2>
-{{if not .Base}}<p>No baseline platform: nothing was compared (give --baseline, or run on native).</p></section>
-{{else}}<p>Cells whose 95% interval of the median ratio to <b>{{.Base}}</b> excludes 1; every other comparison found no detectable difference.</p>
-{{range .Summary}}<h3>{{.Label}}</h3>
-{{if not .Rows}}<p class="ok">No platform differs detectably from {{$.Base}} ({{.Compared}} comparisons).</p>
-{{else}}<table class="summary"><thead><tr><th class="l">metric</th><th>instances</th><th class="l">platform</th><th>ratio</th><th>95% CI</th><th>change</th><th class="l">verdict</th></tr></thead><tbody>
-{{range .Rows}}<tr class="{{.Class}}"><td class="l">{{.Metric}} ({{.Unit}})</td><td>{{.Instances}}</td><td class="l">{{.Label}}</td><td>{{.Ratio}}</td><td>{{.CI}}</td><td>{{.Change}}</td><td class="l">{{.Verdict}}</td></tr>
-{{end}}</tbody></table><p class="meta">{{len .Rows}} of {{.Compared}} comparisons differ.</p>
-{{end}}{{end -}}
-{{if not .AnyDiffers}}<p class="ok"><b>No detectable difference anywhere.</b></p>
-{{end}}</section>
-{{end -}}
-{{if .ScoreErr}}<section id="score"><h2>Overall score (study 004)</h2><p class="error">{{.ScoreErr}}</p></section>
-{{else if .Score}}{{with .Score}}<section id="score"><h2>Overall score (study 004)</h2>
-<p>Each row is a platform's median relative to {{.Native}}, oriented so that {{.Native}} = 1 and higher is better; the total sums the rows, overall = total / rows.</p>
-{{if .Missing}}<div class="warnbox">The run lacks the workloads for: {{.Missing}}. The totals below are over {{.NRows}} rows, not the study's 4, and are not comparable with it.</div>
-{{end}}<table class="score"><thead><tr><th class="l">row</th><th class="l">source</th>{{range .Platforms}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
-{{range .Rows}}<tr>{{if .Header}}<th class="l">{{.Title}}</th><td></td>{{else}}<td class="l">{{.Title}}</td><td class="l">{{.Source}}</td>{{end}}
-{{- range .Values}}<td>{{if .Bold}}<b>{{.Text}}</b>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
-{{end}}</tbody></table></section>
-{{end}}{{end -}}
-{{range .Workloads}}<section class="workload" id="{{.ID}}"><h2>{{.Label}}</h2>
-{{range .Metrics}}<h3 id="{{.ID}}">{{.Metric}} <small>({{.Unit}}, {{.Better}} is better)</small></h3>
-<div class="charts">
-{{range .Charts}}{{.}}
-{{end}}</div>
-<table class="cells"><thead><tr><th>instances</th><th class="l">platform</th><th>n</th><th>median</th><th>stdev</th><th>CV</th><th>median 95% CI</th><th>ratio</th><th>ratio 95% CI</th><th class="l">verdict</th></tr></thead><tbody>
-{{range .Rows}}<tr class="{{.Class}}"><td>{{.Instances}}</td><td class="l">{{.Label}}</td><td>{{.N}}</td><td>{{.Median}}</td><td>{{.Stdev}}</td><td>{{.CV}}</td><td>{{.CI}}</td><td>{{.Ratio}}</td><td>{{.RatioCI}}</td><td class="l">{{.Verdict}}</td></tr>
-{{end}}</tbody></table>
-{{end}}</section>
-{{end -}}
+{{end}}</tbody></table></div>
+{{else}}<p>No fingerprint was recorded for this run.</p>
+{{end}}</details></section>
 <section id="noise"><h2>Noise warnings</h2>
 {{if not .Noise}}<p class="ok">No cell shows a cold start, high variation or drift.</p></section>
-{{else}}{{range .Noise}}<div class="warnbox noise"><b>{{.Kind}}</b>: {{len .Lines}} of {{$.NCells}} cells<ul>
+{{else}}{{range .Noise}}<details class="warnbox noise"><summary><b>{{.Kind}}</b>: {{len .Lines}} of {{$.NCells}} cells</summary><ul>
 {{range .Lines}}<li>{{.}}</li>
-{{end}}</ul></div>
+{{end}}</ul></details>
 {{end}}</section>
 {{end -}}
 <footer>generated by isobench · charts: median per instance count, whiskers ±1 standard deviation, band 95% bootstrap CI of the median; overheads: median ratio to the baseline − 1 with its 95% bootstrap CI</footer>
 </body></html>
 `))
+
+// changeFactor says how a detected difference compares, as a factor
+// ("1.39× slower"), never as a percentage of a possibly tiny base.
+func changeFactor(c Cell) string {
+	if !(c.Ratio > 0) {
+		return "-"
+	}
+	f := c.Ratio
+	if (c.Verdict == stats.VerdictSlower) != (c.Better == stats.BetterLower) {
+		f = 1 / c.Ratio
+	}
+	switch c.Verdict {
+	case stats.VerdictSlower, stats.VerdictFaster:
+		return ratioNum(f) + "× " + c.Verdict
+	}
+	return ratioNum(c.Ratio) + "×"
+}

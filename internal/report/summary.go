@@ -77,49 +77,16 @@ func Summary(w io.Writer, cells []Cell, o SummaryOptions) error {
 	} else {
 		fmt.Fprintf(w, "Baseline: %s. Ratios are medians' ratios to %s with 95%% bootstrap intervals.\n", base, base)
 	}
-	head := headline(cells)
-	type group struct {
-		title string
-		rows  []Cell
-	}
-	var groups []*group
-	index := map[string]*group{}
-	multi := map[string]bool{} // workloads run at several instance counts
-	insts := map[string]int{}
-	for _, c := range cells {
-		if head[workloadLabel(c)] != c.Metric {
-			continue
-		}
-		if n, ok := insts[workloadLabel(c)]; ok && n != c.Instances {
-			multi[workloadLabel(c)] = true
-		}
-		insts[workloadLabel(c)] = c.Instances
-	}
-	for _, c := range cells {
-		if head[workloadLabel(c)] != c.Metric {
-			continue
-		}
-		title := fmt.Sprintf("%s (%s, %s is better)", workloadLabel(c), c.Unit, c.Better)
-		if multi[workloadLabel(c)] {
-			title = fmt.Sprintf("%s ×%d (%s, %s is better)", workloadLabel(c), c.Instances, c.Unit, c.Better)
-		}
-		g, ok := index[title]
-		if !ok {
-			g = &group{title: title}
-			index[title] = g
-			groups = append(groups, g)
-		}
-		g.rows = append(g.rows, c)
-	}
+	groups := headlineGroups(cells)
 	width := 0
 	for _, g := range groups {
-		for _, c := range g.rows {
+		for _, c := range g.Cells {
 			width = max(width, len(c.Label()))
 		}
 	}
 	for _, g := range groups {
-		fmt.Fprintf(w, "\n%s\n", g.title)
-		for _, c := range g.rows {
+		fmt.Fprintf(w, "\n%s\n", g.Title)
+		for _, c := range g.Cells {
 			fmt.Fprintf(w, "  %-*s  %s\n", width, c.Label(), summaryLine(c))
 		}
 	}
