@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -11,16 +13,18 @@ import (
 	"github.com/isobench/isobench/internal/store"
 )
 
-const cleanSynopsis = `clean [--dry-run] [--state-dir DIR]
+const cleanSynopsis = `clean [--dry-run] [--state-dir DIR] [--db FILE]
 
 Finds everything isobench created on this host (containers, instances, processes,
 mounts, cgroups, network namespaces, veths and taps, the bridge and its firewall
 rule, leases, scratch and volume directories, VM disks) that belongs to no live
-run, lists it and removes it; runs whose process died are marked "crashed".`
+run, lists it and removes it; runs whose process died are marked "crashed" (also
+those of --db that a process on this host left "running").`
 
 func cmdClean(ctx context.Context, st *State, args []string) error {
 	fs := newFlags(st, "clean", cleanSynopsis)
 	dry := fs.Bool("dry-run", false, "only list what would be removed")
+	db := fs.String("db", "", "`FILE`: also mark this store's runs whose process on this host is gone as crashed")
 	stateDir := fs.String("state-dir", "", "`DIR`: a state directory to search besides those of recorded runs (default /var/lib/isobench as root; ISOBENCH_STATE)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -28,7 +32,26 @@ func cmdClean(ctx context.Context, st *State, args []string) error {
 	if fs.NArg() > 0 {
 		return usage("clean takes no arguments, got %q", fs.Arg(0))
 	}
-	return cleanup.Clean(context.WithoutCancel(ctx), st.Stdout, cleanup.Options{StateDirs: []string{st.stateDir(*stateDir)}}, *dry)
+	var s *store.Store
+	if *db != "" {
+		if fi, err := os.Stat(*db); err != nil || fi.IsDir() {
+			return usage("--db %s: no such store", *db)
+		}
+		if err := checkStore(ctx, *db); err != nil {
+			return err
+		}
+	}
+	ctx = context.WithoutCancel(ctx)
+	err := cleanup.Clean(ctx, st.Stdout, cleanup.Options{StateDirs: []string{st.stateDir(*stateDir)}}, *dry)
+	if *db != "" && !*dry {
+		var oerr error
+		if s, oerr = store.Open(ctx, *db); oerr != nil {
+			return errors.Join(err, oerr)
+		}
+		defer s.Close()
+		st.markDeadRuns(ctx, st.Stdout, s, 0)
+	}
+	return err
 }
 
 // runRecord is what `isobench run` does for crash recovery before it
@@ -52,22 +75,28 @@ func (st *State) runRecord(ctx context.Context, stateDir, db string) *runrec.Rec
 // crashed.
 func (st *State) runStarted(ctx context.Context, rec *runrec.Record, s *store.Store, id int64) {
 	rec.SetRunID(id)
+	st.markDeadRuns(ctx, st.Stderr, s, id)
+}
+
+// markDeadRuns marks the store's "running" runs (but skip) whose process
+// on this host is gone as crashed, saying so on w.
+func (st *State) markDeadRuns(ctx context.Context, w io.Writer, s *store.Store, skip int64) {
 	runs, err := s.RunningRuns(ctx)
 	if err != nil {
 		return
 	}
 	host, _ := os.Hostname()
 	for _, r := range runs {
-		if r.ID == id || r.PID <= 0 || r.Hostname != host {
+		if r.ID == skip || r.PID <= 0 || r.Hostname != host {
 			continue
 		}
-		// alive, and not a later process given the same pid
-		if at := runrec.StartedAt(r.PID); !at.IsZero() && !at.After(r.Started.Add(time.Second)) {
+		// alive (not a zombie), and not a later process given the same pid
+		if at := runrec.StartedAt(r.PID); runrec.Alive(r.PID, 0) && !at.IsZero() && !at.After(r.Started.Add(time.Second)) {
 			continue
 		}
-		note := fmt.Sprintf("isobench process %d died without ending the run (found by run %d)", r.PID, id)
+		note := fmt.Sprintf("isobench process %d died without ending the run", r.PID)
 		if err := s.MarkCrashed(ctx, r.ID, note); err == nil {
-			fmt.Fprintf(st.Stderr, "run %d in this store was left running by process %d, which is gone: marked crashed\n", r.ID, r.PID)
+			fmt.Fprintf(w, "run %d in this store was left running by process %d, which is gone: marked crashed\n", r.ID, r.PID)
 		}
 	}
 }
