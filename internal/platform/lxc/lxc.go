@@ -20,6 +20,10 @@
 // than lxc-destroy, which would delete the rootfs directory's contents
 // (isobench unmounts the overlay and removes its layers itself).
 //
+// Confinement is LXC's own default, as its common.conf gives templated
+// containers: DropCaps dropped and the common seccomp denylist
+// (SeccompPolicy); lxc-attach runs commands with both.
+//
 // Cgroups: lxc.cgroup.* (v1) or lxc.cgroup2.* (v2) set the CFS quota and
 // memory limit; lxc.mount.auto cgroup:ro:force mounts the container's
 // cgroup namespace at /sys/fs/cgroup so it sees its own limits ("force":
@@ -49,6 +53,24 @@ import (
 const Code = "l"
 
 const cfsPeriod = local.CFSPeriod
+
+// DropCaps are the capabilities LXC's common.conf drops, which every
+// LXC template's containers include.
+const DropCaps = "mac_admin mac_override sys_time sys_module sys_rawio"
+
+// SeccompPolicy is LXC's common.seccomp: a denylist of kexec_load,
+// open_by_handle_at and module loading (and forced umount), which
+// common.conf applies to every templated container.
+const SeccompPolicy = `2
+denylist
+reject_force_umount
+[all]
+kexec_load errno 1
+open_by_handle_at errno 1
+init_module errno 1
+finit_module errno 1
+delete_module errno 1
+`
 
 // Factory registers the LXC platform.
 var Factory = platform.Factory{
@@ -113,6 +135,7 @@ type containerConfig struct {
 	bridge   string
 	veth     string
 	hook     string // start-host hook command, or ""
+	seccomp  string // seccomp policy file, or ""
 	cgroupV2 bool
 	apparmor bool
 }
@@ -128,7 +151,12 @@ func config(s platform.Spec, c containerConfig) string {
 	set("lxc.console.path", "none")
 	set("lxc.tty.max", "0")
 	set("lxc.pty.max", "16")
-	set("lxc.cap.drop", "sys_module mac_admin mac_override sys_time")
+	// LXC's own defaults (/usr/share/lxc/config/common.conf): these
+	// capabilities dropped, the common seccomp denylist
+	set("lxc.cap.drop", DropCaps)
+	if c.seccomp != "" {
+		set("lxc.seccomp.profile", c.seccomp)
+	}
 	if !c.apparmor {
 		set("lxc.apparmor.profile", "unconfined")
 	}
@@ -193,6 +221,10 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		c.gateway = in.Bridge.Gateway()
 		c.bridge = in.Bridge.Name
 		c.veth = local.VethName(id)
+	}
+	c.seccomp = filepath.Join(in.Dir, "seccomp")
+	if err := os.WriteFile(c.seccomp, []byte(SeccompPolicy), 0o600); err != nil {
+		return nil, fmt.Errorf("lxc: %w", err)
 	}
 	// LXC runs a hook as /bin/sh -c "HOOK NAME lxc start-host" (the words
 	// are appended to the command string): ": " makes them a no-op, so
@@ -282,6 +314,8 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 func (in *Instance) Facts(ctx context.Context) map[string]string {
 	f := in.Instance.Facts(ctx)
 	f["container"] = in.ID()
+	f["capabilities"] = "lxc-default" // all but DropCaps
+	f["seccomp_profile"] = "lxc-default"
 	return f
 }
 

@@ -22,7 +22,7 @@ func TestNewRejects(t *testing.T) { localtest.NewRejects(t, Factory) }
 
 func TestConfig(t *testing.T) {
 	s := platform.Spec{CPUs: 0.5, Memory: 128 << 20, Main: []string{platform.AgentPlaceholder, "agent", "hello"}}
-	c := config(s, containerConfig{rootfs: "/st/instances/x/rootfs", volume: "/st/instances/x/volume", network: platform.NetBridge,
+	c := config(s, containerConfig{rootfs: "/st/instances/x/rootfs", volume: "/st/instances/x/volume", network: platform.NetBridge, seccomp: "/st/instances/x/seccomp",
 		addr: netip.MustParsePrefix("10.199.0.5/24"), gateway: netip.MustParseAddr("10.199.0.1"), bridge: "isobr0", veth: "isvl12345678"})
 	for _, want := range []string{
 		"lxc.rootfs.path = dir:/st/instances/x/rootfs\n",
@@ -33,6 +33,8 @@ func TestConfig(t *testing.T) {
 		"lxc.environment = ISOBENCH_SCRATCH=/isobench-scratch\n",
 		"lxc.mount.entry = /st/instances/x/volume isobench-scratch none bind,create=dir 0 0\n",
 		"lxc.init.cmd = /usr/local/bin/isobench agent hello\n",
+		"lxc.cap.drop = mac_admin mac_override sys_time sys_module sys_rawio\n",
+		"lxc.seccomp.profile = /st/instances/x/seccomp\n",
 	} {
 		if !strings.Contains(c, want) {
 			t.Errorf("config lacks %q:\n%s", want, c)

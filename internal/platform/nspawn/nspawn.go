@@ -20,7 +20,14 @@
 //     namespace rooted there, so the container sees its own limits.
 //   - Exec: nspawn has no exec; `machinectl shell` needs machined. Exec is
 //     `nsenter -t <leader> -a` (all namespaces of the container's PID 1, the
-//     stub init, which is nspawn's child), run inside the instance's cgroup.
+//     stub init, which is nspawn's child), run inside the instance's cgroup
+//     and under `setpriv`, which gives it the container's capability
+//     bounding set (and no_new_privs when the container has it), read from
+//     the container's main process: as root it then has the container's
+//     capabilities, not all of the host's. nspawn's seccomp filter cannot be
+//     carried over this way (a filter is inherited only from a parent);
+//     the container_seccomp fact says what the main process has, and a
+//     command run with Exec has none.
 package nspawn
 
 import (
@@ -72,7 +79,7 @@ func (p *Platform) Available(ctx context.Context) error {
 	if _, err := exec.LookPath("systemd-nspawn"); err != nil {
 		return errors.New("systemd-nspawn is not installed: apt-get install -y systemd-container")
 	}
-	for _, b := range []string{"nsenter", "unshare"} {
+	for _, b := range []string{"nsenter", "unshare", "setpriv"} {
 		if _, err := exec.LookPath(b); err != nil {
 			return fmt.Errorf("nspawn: %s is missing: apt-get install -y util-linux", b)
 		}
@@ -148,6 +155,17 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		return nil, err
 	}
 	in.leader = leader
+	if leader > 0 {
+		// the container's confinement, from its main process (the
+		// payload, PID 2 under the stub init) or else the stub init
+		pid := leader
+		if c := children(leader); len(c) > 0 {
+			pid = c[0]
+		}
+		if in.confine, err = local.ProcConfinement(pid); err != nil {
+			return nil, fmt.Errorf("nspawn: %w", err)
+		}
+	}
 	if s.Phase != nil {
 		s.Phase("started", time.Now())
 	}
@@ -215,6 +233,9 @@ type Instance struct {
 	p      *Platform
 	cg     *group
 	leader int // the container's PID 1, nspawn's stub init
+	// confine is the main process's confinement (local.ProcConfinement),
+	// which Exec gives its commands
+	confine map[string]string
 }
 
 // Exec runs argv in the container's namespaces and cgroup via nsenter.
@@ -225,7 +246,12 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	if in.leader == 0 {
 		return fmt.Errorf("nspawn: instance %s is not running", in.ID())
 	}
-	full := in.hostArgv(append([]string{"nsenter", "-t", strconv.Itoa(in.leader), "-a", "--wd=/"}, local.GuestArgv(argv)...))
+	drop, err := local.SetprivArgv(in.confine["cap_bnd"], in.confine["no_new_privs"] == "1")
+	if err != nil {
+		return fmt.Errorf("nspawn exec: %w", err)
+	}
+	enter := append(drop, "nsenter", "-t", strconv.Itoa(in.leader), "-a", "--wd=/")
+	full := in.hostArgv(append(enter, local.GuestArgv(argv)...))
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 	cmd.Env = local.Env()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
@@ -237,6 +263,14 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	f := in.Instance.Facts(ctx)
 	f["machine"] = in.ID()
 	f["leader_pid"] = strconv.Itoa(in.leader)
+	for _, k := range []string{"cap_eff", "cap_bnd", "no_new_privs"} {
+		if v := in.confine[k]; v != "" {
+			f[k] = v
+		}
+	}
+	if v := in.confine["seccomp"]; v != "" {
+		f["container_seccomp"] = v // Exec's commands have none: see the package doc
+	}
 	if in.cg != nil && len(in.cg.dirs) > 0 {
 		f["cgroup"] = in.cg.dirs[0]
 	}
