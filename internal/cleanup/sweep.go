@@ -49,7 +49,7 @@ func Sweep(ctx context.Context, w io.Writer, o Options) {
 		return
 	}
 	fails := Remove(ctx, p)
-	fmt.Fprintf(w, "cleaning up after %d dead run(s):\n", len(p.DeadRuns))
+	fmt.Fprintln(w, "removing what runs that died left on this host (see 'isobench clean'):")
 	var b strings.Builder
 	Report(&b, p, true, fails)
 	for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
