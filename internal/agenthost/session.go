@@ -46,16 +46,17 @@ type Options struct {
 	// other event) once it has started before the session gives up on it
 	// as hung or stopped. 0 means DefaultSilence.
 	Silence time.Duration
-	// FirstEvent is how long the agent may take to write its first line
-	// (the exec's own start: a VM's exec server, an engine's exec call).
-	// 0 means DefaultFirstEvent.
+	// FirstEvent is how long the agent may take to write its first line,
+	// a heartbeat it writes as it starts: the time of the exec's own start
+	// (an engine's exec call, a VM's exec server). 0 means
+	// DefaultFirstEvent.
 	FirstEvent time.Duration
 }
 
 // Defaults for Options.
 const (
 	DefaultSilence    = 10 * time.Second
-	DefaultFirstEvent = 2 * time.Minute
+	DefaultFirstEvent = time.Minute
 )
 
 // Phases of a session, named in errors.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -139,8 +140,10 @@ func TestStoppedAgentIsGivenUpOn(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	// wait until the agent runs its timed part: it has burnt CPU time
+	// (setup and the barrier take next to none for one cpu instance)
 	var agents []int
-	for len(agents) == 0 {
+	for len(agents) == 0 || cpuTicks(agents[0]) < 30 {
 		select {
 		case err := <-done:
 			t.Fatalf("isobench ended before its agent ran: %v\n%s", err, stderr.String())
@@ -178,4 +181,21 @@ func TestStoppedAgentIsGivenUpOn(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(dir, "isobench-native", "*")); len(left) > 0 {
 		t.Errorf("native instance dirs left: %v", left)
 	}
+}
+
+// cpuTicks is the CPU time (user + system, in clock ticks) process pid
+// used so far; 0 when it is gone.
+func cpuTicks(pid int) int {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	// after the command: state(0) ppid(1) ... utime(11) stime(12)
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return u + s
 }

@@ -406,7 +406,7 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 	// Every exec ends with this context: cancelling it unblocks them all.
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g := agenthost.StartGroupWith(ectx, insts, job.Def.Name, job.Params.String(), agenthost.Options{Silence: r.Silence, FirstEvent: r.InstanceTimeout})
+	g := agenthost.StartGroupWith(ectx, insts, job.Def.Name, job.Params.String(), agenthost.Options{Silence: r.Silence})
 	skew, err := g.Barrier(ectx)
 	if err != nil {
 		g.Abort()
