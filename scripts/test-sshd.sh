@@ -36,6 +36,8 @@ down() {
 			[ -n "$ns" ] || continue
 			for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
 			ip netns del "$ns" 2>/dev/null || true
+			# the kernel removes a namespace's veth lazily: remove ours now
+			ip link del "$(cat "$d/veth" 2>/dev/null || echo none)" 2>/dev/null || true
 		done
 	fi
 	ip link del "$BR" 2>/dev/null || true
@@ -61,6 +63,7 @@ up() {
 		addr="$NET.$((i + 2))"
 		mkdir -p "$h/cache" "$h/tmp"
 		echo "$ns" >"$h/netns"
+		echo "ibsshv$i" >"$h/veth"
 		ip netns add "$ns"
 		ip link add "ibsshv$i" type veth peer name "ibsshv${i}p"
 		ip link set "ibsshv${i}p" netns "$ns"

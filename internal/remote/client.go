@@ -29,7 +29,8 @@ type Platform struct {
 	stderr  *tail        // platformd's last words, for errors
 
 	seq       atomic.Int64
-	tunnels   sync.Map // local addresses of Published tunnels
+	why       atomic.Pointer[string] // why the connection was given up, if it was
+	tunnels   sync.Map               // local addresses of Published tunnels
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -86,6 +87,9 @@ func (p *Platform) Host() string { return p.host }
 // lost describes a failure of the connection itself.
 func (p *Platform) lost(err error) error {
 	msg := fmt.Sprintf("remote host %s: connection lost: %v", p.host, err)
+	if why := p.why.Load(); why != nil {
+		msg = fmt.Sprintf("remote host %s: connection lost: %s", p.host, *why)
+	}
 	if t := p.stderr.last(); t != "" {
 		msg += " (platformd said: " + t + ")"
 	}
@@ -562,6 +566,8 @@ func (in *instance) Close(ctx context.Context) error {
 		r, err := in.p.call(cctx, request{Op: opClose, Inst: in.h, Timeout: timeout.String()})
 		if err == nil {
 			err = in.p.remoteErr(r.Err)
+		} else if in.p.sess.IsClosed() {
+			err = fmt.Errorf("%w (platformd there removes its instances itself when it notices the connection is gone)", err)
 		}
 		in.closeErr = err
 		in.st.Close()

@@ -375,3 +375,63 @@ func TestSSHInterrupt(t *testing.T) {
 	}
 	a.assertClean(t)
 }
+
+// TestSSHHostUnreachable cuts a host off the network in the middle of a
+// run (its packets silently dropped, no FIN, no RST: a power cut or a
+// partition): keep-alives notice (about 20 s here), the run names the
+// host, and platformd there closes its instances and exits on its own when
+// it stops hearing from us (about 35 s).
+func TestSSHHostUnreachable(t *testing.T) {
+	tb := newTestbed(t, 2)
+	a, b := tb.hosts[0], tb.hosts[1]
+	bin := conformance.BuildAgent(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "u.db")
+	ctx := withCtx(t, 5*time.Minute)
+	cmd := exec.CommandContext(ctx, bin, "run", "--quiet", "--db", db,
+		"--platform", tb.spec("native", a, "key="+tb.key),
+		"--platform", tb.spec("native", b, "key="+tb.key),
+		"--workload", "cpu:threads=1,duration=0.3s", "--reps", "60")
+	var errs bytes.Buffer
+	cmd.Stderr = &errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for n := 0; n == 0; {
+		select {
+		case err := <-exited:
+			t.Fatalf("run ended before host b was cut off: %v\n%s", err, errs.String())
+		case <-time.After(200 * time.Millisecond): // the store has no notification to wait on
+		}
+		if _, err := os.Stat(db); err == nil {
+			n = len(samplesByHost(t, db)[b.url()])
+		}
+	}
+	// drop everything on b's interface, in b's own namespace (its own
+	// firewall: nothing changes on this machine)
+	for _, chain := range [][]string{{"INPUT", "-i"}, {"OUTPUT", "-o"}} {
+		if out, err := exec.Command("nsenter", "--net=/run/netns/"+b.ns, "iptables", "-I", chain[0], chain[1], b.veth+"p", "-j", "DROP").CombinedOutput(); err != nil {
+			t.Fatalf("iptables in %s: %v: %s", b.ns, err, out)
+		}
+	}
+	cut := time.Now()
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		t.Fatal("run did not end after host b was cut off")
+	}
+	t.Logf("the run ended %v after the cut: %s", time.Since(cut).Round(time.Second), errs.String())
+	// the connection's keep-alive (9 s) or the agents' heartbeat (11 s)
+	// notices first: either way the failure names the host and why
+	if !strings.Contains(errs.String(), b.url()) || !strings.Contains(errs.String(), "connection lost") && !strings.Contains(errs.String(), "unreachable") {
+		t.Errorf("the error does not name the unreachable host %s: %s", b.url(), errs.String())
+	}
+	if len(samplesByHost(t, db)[b.url()]) == 0 {
+		t.Error("host b's finished samples are gone")
+	}
+	a.assertClean(t)
+	// platformd's own keep-alive (30 s) ends it there
+	b.assertCleanWithin(t, 2*time.Minute)
+}

@@ -221,7 +221,9 @@ func keepalive(c *ssh.Client, p platform.Platform) {
 	case preparingPlatform:
 		base = x.Platform
 	}
-	tick := time.NewTicker(5 * time.Second)
+	// within 9 s of the last answer: before the agents' own heartbeat
+	// check (11 s) calls a whole host's instances hung
+	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
@@ -239,8 +241,10 @@ func keepalive(c *ssh.Client, p platform.Platform) {
 			if err == nil {
 				continue
 			}
-		case <-time.After(15 * time.Second):
+		case <-time.After(7 * time.Second):
 		}
+		why := "unreachable: no answer to SSH keep-alives for 7 s"
+		base.why.Store(&why)
 		c.Close()
 		return
 	}

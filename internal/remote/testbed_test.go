@@ -64,7 +64,7 @@ func requireTestbed(t *testing.T) {
 	if _, err := os.Stat(sshd); err != nil {
 		conformance.SkipUnlessRequired(t, "remote", fmt.Errorf("%s missing: apt-get install -y openssh-server", sshd))
 	}
-	for _, tool := range []string{"ip", "nsenter", "ssh-agent", "ssh-add"} {
+	for _, tool := range []string{"ip", "nsenter", "ssh-agent", "ssh-add", "iptables"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			conformance.SkipUnlessRequired(t, "remote", fmt.Errorf("needs %s (iproute2, util-linux, openssh-client)", tool))
 		}
@@ -278,7 +278,12 @@ func (h *sshHost) instanceLeftovers(t *testing.T) func(context.Context) ([]strin
 // process and an empty temp dir.
 func (h *sshHost) assertClean(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	h.assertCleanWithin(t, time.Minute)
+}
+
+func (h *sshHost) assertCleanWithin(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		procs, files := h.isobenchProcs(t), h.tmpEntries()
 		if len(procs)+len(files) == 0 {
