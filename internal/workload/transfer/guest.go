@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -37,7 +38,7 @@ const (
 	InjectServer   = "server"   // download: one byte of the server's copy of one file is changed (same size)
 )
 
-var protos = []string{SCP, Wget, SMB, FTP}
+var protos = []string{SCP, Wget, SMB, FTP, SMTP}
 
 // Server is the in-guest workload.
 var Server = workload.Def{
@@ -56,6 +57,9 @@ var Server = workload.Def{
 		{Name: "authkey", Kind: workload.String, Default: "", Help: "scp: hex of the client's authorized public key line"},
 		{Name: "hostkey", Kind: workload.String, Default: "", Help: "scp: hex of the server's private host key"},
 		{Name: "secret", Kind: workload.String, Default: "", Help: "smb: the password"},
+		{Name: "messages", Kind: workload.Int, Default: "1", Min: 1, Max: 1_000_000, Help: "smtp: messages each client sends"},
+		{Name: "msgsize", Kind: workload.Size, Default: "1k", Min: 1, Max: 1 << 30, Help: "smtp: body bytes of each message"},
+		{Name: "verify", Kind: workload.Bool, Default: "true", Help: "verify what the clients sent (false for busy neighbours)"},
 		{Name: "inject", Kind: workload.Enum, Enum: []string{InjectNone, InjectTruncate, InjectServer}, Default: InjectNone, Help: "testing: damage one file"},
 		{Name: "ready-timeout", Kind: workload.Duration, Default: "60s", Min: 0.1, Max: 3600, Help: "how long the server may take to accept connections"},
 		{Name: "timeout", Kind: workload.Duration, Default: "2h", Min: 1, Max: 86400, Help: "stop after this long even if the host does not say so"},
@@ -106,7 +110,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		}
 	}
 	upload := p.Str("direction") == Upload
-	if upload {
+	if upload && g.proto != SMTP {
 		for c := 0; c < p.Int("clients"); c++ {
 			d := filepath.Join(g.up(), "c"+strconv.Itoa(c))
 			if err := os.MkdirAll(d, 0o777); err != nil {
@@ -157,9 +161,12 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	case <-pr.done:
 		return nil, fmt.Errorf("transfer %s server died while serving (%v); %s", g.proto, pr.err, g.logTail())
 	}
-	pr.stop()
 	ms := []sample.Metric{{Name: "ready_ms", Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}}
-	if !upload {
+	if g.proto == SMTP {
+		return ms, g.checkMail(ctx, pr)
+	}
+	pr.stop()
+	if !upload || !p.Bool("verify") {
 		return ms, nil
 	}
 	for c := 0; c < p.Int("clients"); c++ {
@@ -174,6 +181,35 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		}
 	}
 	return ms, nil
+}
+
+// checkMail waits until Postfix has delivered every message the clients
+// sent, stops it and verifies the Maildir.
+func (g guest) checkMail(ctx context.Context, pr *proc) error {
+	defer pr.stop()
+	if !g.p.Bool("verify") {
+		return nil
+	}
+	clients, messages, size := g.p.Int("clients"), g.p.Int("messages"), g.p.Size("msgsize")
+	box := filepath.Join(g.dir, "mail", "inbox")
+	wait := 2*time.Minute + time.Duration(int64(clients*messages)*size/(5<<20))*time.Second
+	if err := waitDelivered(ctx, pr, box, clients*messages, wait); err != nil {
+		return fmt.Errorf("transfer smtp: %w; %s", err, g.logTail())
+	}
+	pr.stop()
+	if g.p.Str("inject") == InjectTruncate {
+		es, _ := os.ReadDir(filepath.Join(box, "new"))
+		if len(es) == 0 {
+			return errors.New("inject: no message in the Maildir's new/")
+		}
+		if err := damage(filepath.Join(box, "new", es[0].Name())); err != nil {
+			return err
+		}
+	}
+	if err := verifyMaildir(box, clients, messages, size); err != nil {
+		return fmt.Errorf("transfer smtp: %w", err)
+	}
+	return nil
 }
 
 // damage truncates a file by one byte, or empties it.
@@ -211,17 +247,7 @@ func flip(path string) error {
 	return nil
 }
 
-func ftpUID() int {
-	b, _ := os.ReadFile("/etc/passwd")
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Split(l, ":")
-		if len(f) > 2 && f[0] == "ftp" {
-			n, _ := strconv.Atoi(f[2])
-			return n
-		}
-	}
-	return -1
-}
+func ftpUID() int { u, _ := userIDs("ftp"); return u }
 
 func (g guest) logTail() string {
 	b, err := os.ReadFile(g.log())
@@ -378,6 +404,8 @@ use_localtime=NO
 			return nil, err
 		}
 		return []string{"vsftpd", f}, nil
+	case SMTP:
+		return g.postfix()
 	}
 	return nil, fmt.Errorf("transfer: unknown protocol %q", g.proto)
 }
@@ -402,6 +430,8 @@ func debPkg(bin string) string {
 		return "apache2"
 	case "smbd", "smbpasswd":
 		return "samba"
+	case "postfix":
+		return "postfix"
 	}
 	return bin
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/isobench/isobench/internal/builtin"
 	"github.com/isobench/isobench/internal/dataset"
@@ -28,8 +27,7 @@ var agentBin string
 func TestMain(m *testing.M) { os.Exit(conformance.AgentTestMain(m, &agentBin, "scp", "smb")) }
 
 var (
-	seq     atomic.Int64
-	started = time.Now()
+	seq atomic.Int64
 )
 
 // tracked checks that a workload closes every instance it creates.
@@ -160,6 +158,31 @@ func check(t *testing.T, res []workload.InstanceResult, n int, layout string, by
 	}
 }
 
+// checkMail: one result per client with a positive message rate and
+// the layout in the tags.
+func checkMail(t *testing.T, res []workload.InstanceResult, n int, layout string, messages float64) {
+	t.Helper()
+	if len(res) != n {
+		t.Fatalf("%d results, want %d", len(res), n)
+	}
+	for i, r := range res {
+		got := map[string]float64{}
+		for _, m := range r.Metrics {
+			if err := m.Validate(); err != nil {
+				t.Error(err)
+			}
+			got[m.Name] = m.Value
+		}
+		if got["messages_per_min"] <= 0 || got["transfer_time"] <= 0 || got["messages"] != messages {
+			t.Errorf("client %d: %v", i, r.Metrics)
+		}
+		if r.Tags["layout"] != layout || r.Tags["protocol"] != "smtp" {
+			t.Errorf("client %d: tags %v", i, r.Tags)
+		}
+		t.Logf("client %d %v: %v", i, r.Tags, r.Metrics)
+	}
+}
+
 func needHost(t *testing.T, bins ...string) {
 	t.Helper()
 	for _, b := range bins {
@@ -206,6 +229,27 @@ func runTransfers(t *testing.T, p *tracked, base platform.Spec) {
 			})
 		}
 	}
+	t.Run("smtp", func(t *testing.T) {
+		res, err := runOne(t, transfer.SMTPDef, map[string]string{"messages": "40", "size": "64k", "threads": "4"}, env(p, base, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkMail(t, res, 1, "exclusive", 40)
+	})
+	t.Run("smtp/clients=2", func(t *testing.T) {
+		res, err := runOne(t, transfer.SMTPDef, map[string]string{"messages": "20", "size": "16k", "threads": "2", "clients": "2"}, env(p, base, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkMail(t, res, 2, "clients", 20)
+	})
+	t.Run("smtp/truncated-fails", func(t *testing.T) {
+		_, err := runOne(t, transfer.SMTPDef, map[string]string{"messages": "10", "size": "8k", "threads": "2", "inject": "truncate"}, env(p, base, 1))
+		if err == nil || !strings.Contains(err.Error(), "not delivered intact") {
+			t.Fatalf("a truncated message was not reported as a failure: %v", err)
+		}
+		t.Log(err)
+	})
 	t.Run("scp/download/server-damaged-fails", func(t *testing.T) {
 		_, err := runOne(t, transfer.SCPDef, map[string]string{"tree": "20/1m", "inject": "server"}, env(p, base, 1))
 		if err == nil || !strings.Contains(err.Error(), dataset.ErrMismatch.Error()) || !strings.Contains(err.Error(), "sha256") {
@@ -242,13 +286,8 @@ func runTransfers(t *testing.T, p *tracked, base platform.Spec) {
 // of this test process remain.
 func leftovers(t *testing.T) {
 	t.Helper()
-	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "isobench-transfer-*")); len(left) > 0 {
-		// other test processes may be running: only complain about ours
-		for _, d := range left {
-			if st, err := os.Stat(d); err == nil && st.ModTime().After(started) {
-				t.Errorf("host temporary directory left behind: %s", d)
-			}
-		}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("isobench-transfer-%d-*", os.Getpid()))); len(left) > 0 {
+		t.Errorf("host temporary directories left behind: %v", left)
 	}
 	mine := fmt.Sprintf("xfertest-%d-", os.Getpid())
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "isobench-native", mine+"*")); len(left) > 0 {
@@ -263,10 +302,10 @@ func TestNative(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real servers")
 	}
-	for _, b := range []string{"sshd", "apache2", "smbd", "vsftpd"} {
+	for _, b := range []string{"sshd", "apache2", "smbd", "vsftpd", "postfix"} {
 		if _, err := exec.LookPath(b); err != nil {
 			if _, err := os.Stat("/usr/sbin/" + b); err != nil {
-				t.Skipf("%s is not installed on the host (apt-get install openssh-server apache2 samba vsftpd)", b)
+				t.Skipf("%s is not installed on the host (apt-get install openssh-server apache2 samba vsftpd postfix)", b)
 			}
 		}
 	}

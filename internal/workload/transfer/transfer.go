@@ -54,7 +54,7 @@ const (
 )
 
 // Defs are the transfer workloads and their hidden in-guest half.
-func Defs() []workload.Def { return []workload.Def{SCPDef, WgetDef, SMBDef, FTPDef, Server} }
+func Defs() []workload.Def { return []workload.Def{SCPDef, WgetDef, SMBDef, FTPDef, SMTPDef, Server} }
 
 func params(directions ...string) []workload.Param {
 	return []workload.Param{
@@ -173,7 +173,7 @@ func hostRun(ctx context.Context, proto string, p workload.Params, env workload.
 	if env.Base.Image, err = service.EnsureImage(ctx, env.Platform, env.Base.Image); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "isobench-transfer-")
+	tmp, err := os.MkdirTemp("", fmt.Sprintf("isobench-transfer-%d-", os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("transfer: %w", err)
 	}
@@ -199,6 +199,9 @@ func clientBinary(proto string) (bin, pkg string) {
 }
 
 func needClient(proto string) error {
+	if proto == SMTP {
+		return nil // isobench's own client
+	}
 	bin, pkg := clientBinary(proto)
 	if _, err := exec.LookPath(bin); err != nil {
 		return fmt.Errorf("transfer %s: the client %s is not installed on the host (apt-get install %s)", proto, bin, pkg)
@@ -223,6 +226,10 @@ func (r *run) closeAll(ctx context.Context) {
 func (r *run) secrets(ctx context.Context) error {
 	r.gp = map[string]string{"proto": r.proto, "direction": r.p.Str("direction"), "data": r.ds.String(),
 		"seed": r.p.Str("seed"), "clients": r.p.Str("clients"), "inject": r.p.Str("inject")}
+	if r.proto == SMTP {
+		r.gp["direction"], r.gp["seed"] = Upload, "1"
+		r.gp["messages"], r.gp["msgsize"] = r.p.Str("messages"), r.p.Str("size")
+	}
 	switch r.proto {
 	case SCP:
 		r.key = filepath.Join(r.tmp, "id")
@@ -266,7 +273,7 @@ func (r *run) secrets(ctx context.Context) error {
 const hostAlias = "isobench-transfer"
 
 // start creates an instance and starts the protocol's server in it.
-func (r *run) start(ctx context.Context, clients int, inject string) (*server, error) {
+func (r *run) start(ctx context.Context, clients int, inject string, verify bool) (*server, error) {
 	s := &server{}
 	var err error
 	if s.port, err = service.FreePort(); err != nil {
@@ -332,6 +339,7 @@ func (r *run) start(ctx context.Context, clients int, inject string) (*server, e
 		gp[k] = v
 	}
 	gp["bind"], gp["clients"], gp["inject"] = bind, strconv.Itoa(clients), inject
+	gp["verify"] = strconv.FormatBool(verify)
 	gp["port"] = strconv.Itoa(ports[0])
 	if r.proto == FTP {
 		gp["pasv"], gp["pasv-n"] = strconv.Itoa(s.pasv), strconv.Itoa(s.pasvN)
@@ -370,6 +378,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	n, c, nb := r.env.Instances, r.p.Int("clients"), r.p.Int("neighbours")
 	busy := r.p.Bool("neighbours-busy")
 	upload := r.p.Str("direction") == Upload
+	mail := r.proto == SMTP
 	inject := r.p.Str("inject")
 
 	// the data to send lives on the host for uploads (generated untimed)
@@ -398,7 +407,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 				return nil
 			}
 		}
-		s, err := r.start(ctx, cl, inj)
+		s, err := r.start(ctx, cl, inj, i < n)
 		servers[i] = s
 		return err
 	})
@@ -470,7 +479,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		}
 	}
 	// downloads are verified here, uploads by each server when it stops
-	if !upload {
+	if !upload && !mail {
 		for k, o := range outs {
 			if o.err != nil {
 				continue
@@ -512,27 +521,25 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		network = "unknown"
 	}
 	files := float64(len(r.ds.Files()))
+	data := r.ds.String()
+	if mail {
+		data = "mail/" + r.p.Str("messages") + "/" + strconv.FormatInt(r.p.Size("size"), 10)
+	}
 	res := make([]workload.InstanceResult, 0, n*c)
 	for k, o := range outs {
-		secs := o.dur.Seconds()
-		ms := []sample.Metric{
-			{Name: "transfer_time", Value: secs, Unit: "s", Better: sample.Lower, Agg: sample.Max},
-			{Name: "throughput", Value: float64(r.ds.Size) / 1e6 / secs, Unit: "MB/s", Better: sample.Higher, Agg: sample.Sum},
-			{Name: "files", Value: files, Unit: "count", Better: sample.Higher, Agg: sample.None},
-			{Name: "bytes", Value: float64(r.ds.Size), Unit: "B", Better: sample.Higher, Agg: sample.None},
-		}
-		if r.proto == FTP {
-			ms = append(ms, sample.Metric{Name: "file_latency_mean", Value: secs * 1000 / files, Unit: "ms", Better: sample.Lower, Agg: sample.Mean})
-		}
+		ms := r.metrics(o.dur, files)
 		if k%c == 0 {
 			ms = append(ms, ready[k/c]...)
 		}
 		tags := map[string]string{
-			"protocol": r.proto, "direction": r.p.Str("direction"), "data": r.ds.String(),
+			"protocol": r.proto, "direction": r.p.Str("direction"), "data": data,
 			"layout":    layout(n, c, r.p.Int("neighbours"), busy),
 			"instances": strconv.Itoa(n), "clients": strconv.Itoa(c), "neighbours": strconv.Itoa(nb),
 			"server": strconv.Itoa(k / c), "client": strconv.Itoa(k % c),
 			"network": network, "client_on": "host",
+		}
+		if mail {
+			tags["direction"] = Upload
 		}
 		if nb > 0 {
 			tags["neighbours_busy"] = strconv.FormatBool(busy)
@@ -540,6 +547,30 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		res = append(res, workload.InstanceResult{Instance: k, Metrics: ms, Tags: tags})
 	}
 	return res, nil
+}
+
+// metrics of one client's transfer that took d.
+func (r *run) metrics(d time.Duration, files float64) []sample.Metric {
+	secs := d.Seconds()
+	if r.proto == SMTP {
+		msgs := float64(r.p.Int("messages"))
+		return []sample.Metric{
+			{Name: "transfer_time", Value: secs, Unit: "s", Better: sample.Lower, Agg: sample.Max},
+			{Name: "messages_per_min", Value: msgs * 60 / secs, Unit: "messages/min", Better: sample.Higher, Agg: sample.Sum},
+			{Name: "throughput", Value: msgs * float64(r.p.Size("size")) / 1e6 / secs, Unit: "MB/s", Better: sample.Higher, Agg: sample.Sum},
+			{Name: "messages", Value: msgs, Unit: "count", Better: sample.Higher, Agg: sample.None},
+		}
+	}
+	ms := []sample.Metric{
+		{Name: "transfer_time", Value: secs, Unit: "s", Better: sample.Lower, Agg: sample.Max},
+		{Name: "throughput", Value: float64(r.ds.Size) / 1e6 / secs, Unit: "MB/s", Better: sample.Higher, Agg: sample.Sum},
+		{Name: "files", Value: files, Unit: "count", Better: sample.Higher, Agg: sample.None},
+		{Name: "bytes", Value: float64(r.ds.Size), Unit: "B", Better: sample.Higher, Agg: sample.None},
+	}
+	if r.proto == FTP {
+		ms = append(ms, sample.Metric{Name: "file_latency_mean", Value: secs * 1000 / files, Unit: "ms", Better: sample.Lower, Agg: sample.Mean})
+	}
+	return ms
 }
 
 // client runs one transfer against s (busy neighbours), ignoring errors.
@@ -563,6 +594,11 @@ func (r *run) prepareClient(s *server, j int, dir string) (func(context.Context)
 	port := strconv.Itoa(s.port)
 	var argv []string
 	switch r.proto {
+	case SMTP:
+		addr := net.JoinHostPort(s.host, port)
+		return func(ctx context.Context) error {
+			return sendMail(ctx, addr, j, r.p.Int("messages"), r.p.Int("threads"), r.p.Size("size"))
+		}, nil
 	case SCP:
 		argv = []string{"scp", "-s", "-q", "-r", "-B", "-P", port, "-i", r.key,
 			"-o", "UserKnownHostsFile=" + r.kh, "-o", "StrictHostKeyChecking=yes", "-o", "HostKeyAlias=" + hostAlias,

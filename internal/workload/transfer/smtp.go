@@ -1,0 +1,317 @@
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"net/smtp"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// SMTP is the mail workload's name.
+const SMTP = "smtp"
+
+// Mail addresses: the instance's Postfix accepts mail for Domain and
+// delivers everything to one Maildir.
+const (
+	Domain    = "isobench.test"
+	Recipient = "inbox@" + Domain
+	sender    = "isobench@client.test"
+)
+
+// SMTPDef sends messages to Postfix in the instance from a Go SMTP client
+// on the host and checks every one arrived intact.
+var SMTPDef = workload.Def{
+	Name: SMTP,
+	Help: "Postfix in the instance accepting mail for " + Domain + " (study 004, figure 11: postal, 500 messages of 25 MB from 10 threads): isobench's own SMTP client sends MESSAGES of SIZE from THREADS connections per client; messages/min and MB/s, and every message must arrive in the Maildir intact; needs --image debian (native: the host's postfix)",
+	Params: []workload.Param{
+		{Name: "messages", Kind: workload.Int, Default: "500", Min: 1, Max: 1_000_000, Help: "messages each client sends"},
+		{Name: "size", Kind: workload.Size, Default: "25m", Min: 1, Max: 1 << 30, Help: "body bytes of each message"},
+		{Name: "threads", Kind: workload.Int, Default: "10", Min: 1, Max: 1000, Help: "SMTP connections per client sending at once"},
+		{Name: "clients", Kind: workload.Int, Default: "1", Min: 1, Max: 64, Help: "concurrent clients against each instance"},
+		{Name: "neighbours", Kind: workload.Int, Default: "0", Min: 0, Max: 64, Help: "more instances of the platform beside the measured ones"},
+		{Name: "neighbours-busy", Kind: workload.Bool, Default: "false", Help: "neighbours run Postfix with a client of their own sending all the time; false: idle"},
+		{Name: "inject", Kind: workload.Enum, Enum: []string{InjectNone, InjectTruncate}, Default: InjectNone, Help: "testing: truncate one delivered message before verification; the run must fail"},
+	},
+	Check: func(p workload.Params) error {
+		if p.Int("threads") > p.Int("messages") {
+			return fmt.Errorf("threads (%d) > messages (%d)", p.Int("threads"), p.Int("messages"))
+		}
+		return nil
+	},
+	Host: func(ctx context.Context, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
+		return hostRun(ctx, SMTP, p, env)
+	},
+	Timeout: func(p workload.Params) time.Duration {
+		b := p.Size("size") * int64(p.Int("messages")) * int64(p.Int("clients"))
+		return 10*time.Minute + time.Duration(b/(2<<20))*time.Second + time.Duration(p.Int("messages")/10)*time.Second
+	},
+}
+
+// mailBody is a message body of size bytes on the wire: lines of letters
+// ending in CRLF (no line starts with a dot).
+func mailBody(size int64) []byte {
+	line := []byte("isobench mail body abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123\r\n")
+	b := bytes.Repeat(line, int(size)/len(line)+1)[:size]
+	if size >= 2 {
+		b[size-2], b[size-1] = '\r', '\n'
+	}
+	return b
+}
+
+// sendMail is one client: threads connections sending messages in all,
+// each message with X-Isobench-Id: client-k.
+func sendMail(ctx context.Context, addr string, client, messages, threads int, size int64) error {
+	body := mailBody(size)
+	var wg sync.WaitGroup
+	errs := make([]error, threads)
+	for t := 0; t < threads; t++ {
+		wg.Add(1)
+		go func(t int) {
+			defer wg.Done()
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				errs[t] = err
+				return
+			}
+			stop := context.AfterFunc(ctx, func() { conn.Close() })
+			defer stop()
+			host, _, _ := net.SplitHostPort(addr)
+			c, err := smtp.NewClient(conn, host)
+			if err != nil {
+				conn.Close()
+				errs[t] = err
+				return
+			}
+			defer c.Close()
+			if err := c.Hello("client.test"); err != nil {
+				errs[t] = err
+				return
+			}
+			for k := t; k < messages; k += threads {
+				if err := sendOne(c, client, k, body); err != nil {
+					errs[t] = fmt.Errorf("message %d-%d: %w", client, k, err)
+					return
+				}
+			}
+			errs[t] = c.Quit()
+		}(t)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("smtp: %w", err)
+	}
+	return ctx.Err()
+}
+
+func sendOne(c *smtp.Client, client, k int, body []byte) error {
+	if err := c.Mail(sender); err != nil {
+		return err
+	}
+	if err := c.Rcpt(Recipient); err != nil {
+		return err
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "From: %s\r\nTo: %s\r\nSubject: isobench %d-%d\r\nX-Isobench-Id: %d-%d\r\n\r\n", sender, Recipient, client, k, client, k)
+	if _, err := w.Write(body); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// maildirCount counts the delivered messages.
+func maildirCount(box string) int {
+	n := 0
+	for _, d := range []string{"new", "cur"} {
+		es, _ := os.ReadDir(filepath.Join(box, d))
+		n += len(es)
+	}
+	return n
+}
+
+// waitDelivered waits until want messages are in box (Postfix delivers
+// after accepting), the server dies, or timeout passes.
+func waitDelivered(ctx context.Context, pr *proc, box string, want int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		n := maildirCount(box)
+		if n >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d messages delivered within %v", n, want, timeout)
+		}
+		select {
+		case <-pr.done:
+			return fmt.Errorf("postfix died with %d of %d messages delivered (%v)", n, want, pr.err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// verifyMaildir checks box holds exactly the messages client-k for every
+// client and k, each with the body sent.
+func verifyMaildir(box string, clients, messages int, size int64) error {
+	want := sha256.Sum256(bytes.ReplaceAll(mailBody(size), []byte("\r\n"), []byte("\n")))
+	seen := map[string]bool{}
+	var problems []string
+	for _, d := range []string{"new", "cur"} {
+		es, _ := os.ReadDir(filepath.Join(box, d))
+		for _, e := range es {
+			b, err := os.ReadFile(filepath.Join(box, d, e.Name()))
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			hdr, body, ok := bytes.Cut(b, []byte("\n\n"))
+			id := ""
+			for _, l := range strings.Split(string(hdr), "\n") {
+				if v, ok := strings.CutPrefix(l, "X-Isobench-Id: "); ok {
+					id = strings.TrimSpace(v)
+				}
+			}
+			switch {
+			case !ok || id == "":
+				problems = append(problems, e.Name()+": not an isobench message")
+			case seen[id]:
+				problems = append(problems, id+": delivered twice")
+			case sha256.Sum256(body) != want:
+				problems = append(problems, fmt.Sprintf("%s: body of %d bytes differs from the %d sent", id, len(body), size))
+			}
+			seen[id] = true
+		}
+	}
+	for c := 0; c < clients; c++ {
+		for k := 0; k < messages; k++ {
+			if id := strconv.Itoa(c) + "-" + strconv.Itoa(k); !seen[id] {
+				problems = append(problems, id+": missing")
+			}
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		n := len(problems)
+		if n > 5 {
+			problems = append(problems[:5], fmt.Sprintf("and %d more", n-5))
+		}
+		return fmt.Errorf("mail: %d of %d messages not delivered intact: %s", n, clients*messages, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// postfixConf writes Postfix's main.cf and master.cf into g.dir/conf and
+// returns the command running it in the foreground.
+func (g guest) postfix() ([]string, error) {
+	conf := filepath.Join(g.dir, "conf")
+	mail := filepath.Join(g.dir, "mail")
+	for _, d := range []string{conf, filepath.Join(g.dir, "queue"), filepath.Join(g.dir, "data"), mail} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("transfer: %w", err)
+		}
+	}
+	uid, gid := userIDs("postfix")
+	if uid < 0 {
+		return nil, errors.New("transfer smtp: there is no postfix user (apt-get install postfix)")
+	}
+	os.Chown(filepath.Join(g.dir, "data"), uid, gid)
+	// virtual(8) delivers as nobody
+	os.Chown(mail, 65534, 65534)
+	iface := g.bind
+	if iface == "0.0.0.0" {
+		iface = "all"
+	}
+	main := fmt.Sprintf(`compatibility_level = 3.6
+queue_directory = %[1]s/queue
+data_directory = %[1]s/data
+mail_owner = postfix
+setgid_group = postdrop
+myhostname = mail.%[2]s
+mydomain = %[2]s
+mydestination =
+inet_interfaces = %[3]s
+inet_protocols = ipv4
+mynetworks = 127.0.0.0/8 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 169.254.0.0/16
+smtpd_relay_restrictions = permit_mynetworks, reject_unauth_destination
+virtual_mailbox_domains = %[2]s
+virtual_mailbox_base = %[4]s
+virtual_mailbox_maps = static:inbox/
+virtual_uid_maps = static:65534
+virtual_gid_maps = static:65534
+virtual_minimum_uid = 1
+message_size_limit = 0
+virtual_mailbox_limit = 0
+mailbox_size_limit = 0
+alias_maps =
+alias_database =
+local_recipient_maps =
+biff = no
+smtputf8_enable = no
+maillog_file_prefixes = %[1]s
+maillog_file = %[5]s
+smtpd_client_connection_count_limit = 0
+smtpd_client_connection_rate_limit = 0
+smtpd_client_message_rate_limit = 0
+default_process_limit = 200
+`, g.dir, Domain, iface, mail, g.log())
+	master := fmt.Sprintf(`%s inet n - n - - smtpd
+pickup    unix  n       -       n       60      1       pickup
+cleanup   unix  n       -       n       -       0       cleanup
+qmgr      unix  n       -       n       300     1       qmgr
+rewrite   unix  -       -       n       -       -       trivial-rewrite
+bounce    unix  -       -       n       -       0       bounce
+defer     unix  -       -       n       -       0       bounce
+trace     unix  -       -       n       -       0       bounce
+verify    unix  -       -       n       -       1       verify
+flush     unix  n       -       n       1000?   0       flush
+proxymap  unix  -       -       n       -       -       proxymap
+smtp      unix  -       -       n       -       -       smtp
+relay     unix  -       -       n       -       -       smtp
+showq     unix  n       -       n       -       -       showq
+error     unix  -       -       n       -       -       error
+retry     unix  -       -       n       -       -       error
+discard   unix  -       -       n       -       -       discard
+local     unix  -       n       n       -       -       local
+virtual   unix  -       n       n       -       -       virtual
+anvil     unix  -       -       n       -       1       anvil
+scache    unix  -       -       n       -       1       scache
+postlog   unix-dgram n  -       n       -       1       postlogd
+`, net.JoinHostPort(g.bind, strconv.Itoa(g.port)))
+	if err := os.WriteFile(filepath.Join(conf, "main.cf"), []byte(main), 0o644); err != nil {
+		return nil, fmt.Errorf("transfer: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(conf, "master.cf"), []byte(master), 0o644); err != nil {
+		return nil, fmt.Errorf("transfer: %w", err)
+	}
+	return []string{"postfix", "-c", conf, "start-fg"}, nil
+}
+
+func userIDs(name string) (int, int) {
+	b, _ := os.ReadFile("/etc/passwd")
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, ":")
+		if len(f) > 3 && f[0] == name {
+			u, _ := strconv.Atoi(f[2])
+			g, _ := strconv.Atoi(f[3])
+			return u, g
+		}
+	}
+	return -1, -1
+}
