@@ -48,3 +48,17 @@ func TestRemoteHostClientRefused(t *testing.T) {
 		t.Errorf("tcp-rr with client=instance refused: %v", err)
 	}
 }
+
+func TestStudyHosts(t *testing.T) {
+	st, err := decodeStudy([]byte("platforms: [native, docker]\nworkloads: [cpu]\nhosts: [local, \"ssh://root@10.0.0.2\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := expandHosts(&st); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"native", "native:host=ssh://root@10.0.0.2", "docker", "docker:host=ssh://root@10.0.0.2"}
+	if !slices.Equal(st.Platforms, want) {
+		t.Errorf("platforms %q, want %q", st.Platforms, want)
+	}
+}
