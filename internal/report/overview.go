@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/isobench/isobench/internal/stats"
 )
@@ -72,9 +73,9 @@ func verdictGroups(cells []Cell) []verdictGroup {
 	return out
 }
 
-// overviewRow is one comparison in the overview figure: how many times
-// worse than the baseline a platform is (> 1 worse, < 1 better), with the
-// interval, oriented the same way whatever the metric's direction.
+// overviewRow is one comparison in the overview figure: the ratio of a
+// platform's median to the baseline's with its interval (as the summary
+// prints it); the verdict (slower, faster, no difference) gives the colour.
 type overviewRow struct {
 	Group   string // the group's name on its first row, else ""
 	Label   string
@@ -94,15 +95,8 @@ func overviewRows(cells []Cell) []overviewRow {
 				continue
 			}
 			r := overviewRow{Label: c.Label(), Factor: c.Ratio, Lo: c.RatioCILow, Hi: c.RatioCIHigh, CIValid: c.RatioValid, Verdict: c.Verdict}
-			if c.Better == stats.BetterHigher { // throughput: worse is a smaller ratio
-				r.Factor = 1 / c.Ratio
-				r.Lo, r.Hi, r.CIValid = 0, 0, false
-				if c.RatioValid && c.RatioCILow > 0 {
-					r.Lo, r.Hi, r.CIValid = 1/c.RatioCIHigh, 1/c.RatioCILow, true
-				}
-			}
 			if first {
-				r.Group, first = g.Name, false
+				r.Group, first = g.Title, false
 			}
 			out = append(out, r)
 		}
@@ -166,19 +160,19 @@ func overviewSVG(rows []overviewRow, base string) string {
 			groups++
 		}
 	}
-	height := float64(ovTop + groups*ovGroupH + len(rows)*ovRowH + ovBottom)
+	height := float64(ovTop + groups*ovGroupH + len(rows)*ovRowH + ovBottom + 18)
 	var w svgWriter
-	title := "Every platform against " + base + ": how many times slower (right of 1) or faster (left)"
+	title := "Every platform against " + base + ": the ratio of medians with its 95% interval; red slower, green faster, grey no detectable difference"
 	w.printf(`<svg xmlns="http://www.w3.org/2000/svg" class="chart overview" role="img" viewBox="0 0 %d %s" width="%d" height="%s" font-family="sans-serif" font-size="%d">`,
 		ovW, f1(height), ovW, f1(height), fontSize)
 	w.printf(`<title>%s</title>`, esc(title))
 	w.printf(`<rect x="0" y="0" width="%d" height="%s" fill="#fff"/>`, ovW, f1(height))
-	w.text(ovW/2, 18, "middle", "title", fitText("Times slower than "+base+" (95% CI)", titleChars))
-	bottom := height - ovBottom + 6
+	w.text(ovW/2, 18, "middle", "title", fitText("Ratio to "+base+" (median, 95% CI)", titleChars))
+	bottom := height - ovBottom - 18 + 6
 	for _, t := range ticksAt {
 		x := pos(t)
 		w.printf(`<line x1="%s" y1="%d" x2="%s" y2="%s" stroke="#e4e4e4"/>`, f1(x), ovTop-4, f1(x), f1(bottom))
-		w.text(x, bottom+14, "middle", "tick", ratioNum(t)+"×")
+		w.text(x, bottom+14, "middle", "tick", strconv.FormatFloat(t, 'g', 3, 64)+"×")
 	}
 	x1 := pos(1)
 	w.printf(`<line x1="%s" y1="%d" x2="%s" y2="%s" stroke="#333" stroke-width="1.5"/>`, f1(x1), ovTop-4, f1(x1), f1(bottom))
@@ -186,12 +180,18 @@ func overviewSVG(rows []overviewRow, base string) string {
 	if logScale {
 		scale = "log scale"
 	}
-	w.text((plotL+plotR)/2, bottom+32, "middle", "axis", "× "+base+" ("+scale+"; 1 = same as "+base+")")
+	w.text((plotL+plotR)/2, bottom+32, "middle", "axis", "median ÷ "+base+"'s ("+scale+"; 1 = same as "+base+")")
+	lx := 14.0
+	for _, k := range []struct{ col, name string }{{"#c0392b", "slower"}, {"#2d7a2d", "faster"}, {"#777", "no detectable difference"}, {"#a06000", "too few repetitions"}} {
+		w.printf(`<circle cx="%s" cy="%s" r="%s" fill="%s"/>`, f1(lx), f1(bottom+48), f1(markerR), k.col)
+		w.text(lx+8, bottom+52, "start", "note", k.name)
+		lx += 24 + charWidth*float64(len(k.name))
+	}
 	y := float64(ovTop)
 	for _, r := range rows {
 		if r.Group != "" {
 			y += ovGroupH
-			w.text(4, y-6, "start", "group", fitText(r.Group, 2*ovMaxText+10))
+			w.text(4, y-6, "start", "group", fitText(r.Group, 74)) // bold: about 7.4 units a glyph
 		}
 		y += ovRowH
 		cy := y - ovRowH/2
