@@ -454,7 +454,7 @@ func (w *world) scanLocal(ctx context.Context, p *Plan) {
 	for _, rt := range []string{"runc", "crun", "runsc"} {
 		es, _ := os.ReadDir(filepath.Join(hostnet.RunDir, rt))
 		for _, e := range es {
-			if m := localID.FindString(e.Name()); m == e.Name() {
+			if m := localID.FindString(e.Name()); m != "" {
 				note(m, "")
 			}
 		}
@@ -549,17 +549,31 @@ func (w *world) localObjects(ctx context.Context, p *Plan, id, why string) {
 	}
 	for _, rt := range []string{"runc", "crun", "runsc"} {
 		root := filepath.Join(hostnet.RunDir, rt)
-		if _, err := os.Stat(filepath.Join(root, id)); err == nil {
-			add(orderRuntime, rt+"-container", id, func(ctx context.Context) error {
-				out, err := exec.CommandContext(ctx, rt, "--root", root, "delete", "--force", id).CombinedOutput()
-				if err != nil && !strings.Contains(string(out), "not exist") && !strings.Contains(string(out), "not found") {
-					if _, serr := os.Stat(filepath.Join(root, id)); serr == nil {
-						return fmt.Errorf("%s delete: %v: %s", rt, err, strings.TrimSpace(string(out)))
-					}
-				}
-				return nil
-			})
+		// runc and crun keep <root>/<id>/; runsc <id>_sandbox:<id>.state,
+		// .lock and runsc-<id>.sock
+		var files []string
+		es, _ := os.ReadDir(root)
+		for _, e := range es {
+			if strings.Contains(e.Name(), id) {
+				files = append(files, filepath.Join(root, e.Name()))
+			}
 		}
+		if len(files) == 0 {
+			continue
+		}
+		add(orderRuntime, rt+"-container", id, func(ctx context.Context) error {
+			out, err := exec.CommandContext(ctx, rt, "--root", root, "delete", "--force", id).CombinedOutput()
+			var errs []error
+			for _, f := range files {
+				if rerr := os.RemoveAll(f); rerr != nil {
+					errs = append(errs, rerr)
+				}
+			}
+			if len(errs) > 0 {
+				return fmt.Errorf("%s delete: %v: %s; %w", rt, err, strings.TrimSpace(string(out)), errors.Join(errs...))
+			}
+			return nil // its state is gone, whatever the runtime said
+		})
 	}
 	for _, sd := range w.stateDirs {
 		dir := filepath.Join(sd, "instances", id)
