@@ -159,6 +159,11 @@ func (s *Session) watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			if s.Phase() == PhaseReport {
+				// the agent stops beating once it reported; the exec's
+				// end is bounded by the caller's context
+				continue
+			}
 			last := s.last.Load()
 			var silent time.Duration
 			if last == 0 {

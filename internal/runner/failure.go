@@ -120,21 +120,22 @@ type BoundError struct {
 	What     string        // e.g. "the timed part"
 	Bound    time.Duration // how long it was allowed
 	Expected time.Duration // how long it should take (0: not known)
-	Least    time.Duration // the least bound given
+	Slack    time.Duration // given on top of runBoundFactor × Expected
 }
 
 func (e *BoundError) Error() string {
 	if e.Expected > 0 {
-		return fmt.Sprintf("%s was given up after %v (%d× the workload's duration of %v, at least %v)", e.What, e.Bound, runBoundFactor, e.Expected, e.Least)
+		return fmt.Sprintf("%s was given up after %v (%d× the workload's duration of %v, plus %v)", e.What, e.Bound, runBoundFactor, e.Expected, e.Slack)
 	}
 	return fmt.Sprintf("%s was given up after %v", e.What, e.Bound)
 }
 
 // How long the timed part of an agent workload may take: runBoundFactor
-// times its duration parameter, at least Runner.MinRunBound.
+// times its duration parameter, plus Runner.RunSlack for what follows it
+// (removing its files, reporting, the exec's end) on a loaded host.
 const (
-	runBoundFactor     = 3
-	defaultMinRunBound = 10 * time.Second
+	runBoundFactor  = 3
+	defaultRunSlack = 30 * time.Second
 )
 
 // expected is how long the timed part of job should take: its duration

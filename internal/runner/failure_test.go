@@ -223,7 +223,7 @@ func TestFrozenAgentIsGivenUpOn(t *testing.T) {
 func TestHungWorkloadIsGivenUpOnAfterItsBound(t *testing.T) {
 	probe := &barrierProbe{}
 	reg, a, _ := setup(t, probe.def())
-	r := &runner.Runner{Sink: &memSink{}, RunID: 1, MinRunBound: 200 * time.Millisecond}
+	r := &runner.Runner{Sink: &memSink{}, RunID: 1, RunSlack: 200 * time.Millisecond}
 	plan := runner.Plan{
 		Targets:   []runner.Target{{Label: "a", Name: "a", Platform: a}},
 		Jobs:      []runner.Job{job(t, reg, "probe", map[string]string{"hang": "true", "duration": "100ms"}), job(t, reg, "probe", nil)},
@@ -235,8 +235,8 @@ func TestHungWorkloadIsGivenUpOnAfterItsBound(t *testing.T) {
 	if !errors.As(err, &bound) {
 		t.Fatalf("want a BoundError, got %v", err)
 	}
-	if bound.Bound != 300*time.Millisecond || bound.Expected != 100*time.Millisecond {
-		t.Fatalf("bound %v for a 100ms workload, want 3× = 300ms", bound.Bound)
+	if bound.Bound != 500*time.Millisecond || bound.Expected != 100*time.Millisecond {
+		t.Fatalf("bound %v for a 100ms workload, want 3× + 200ms = 500ms", bound.Bound)
 	}
 	if !strings.Contains(err.Error(), "while running") || !strings.Contains(err.Error(), "instance 0") {
 		t.Fatalf("error does not name the instance and what it was doing: %v", err)

@@ -101,10 +101,11 @@ type Runner struct {
 	// Silence is how long an agent may go without a heartbeat before its
 	// repetition is given up on as hung (0: agenthost.DefaultSilence).
 	Silence time.Duration
-	// MinRunBound is the least time the timed part of an agent workload
-	// is given: it is given up on after max(MinRunBound, 3× its duration
-	// parameter). 0 means 10 s.
-	MinRunBound time.Duration
+	// RunSlack bounds the timed part of an agent workload with a duration
+	// parameter: it is given up on after 3× its duration plus RunSlack
+	// (for its cleanup and reporting on a loaded host), so a 1 s workload
+	// that hangs is not waited on for minutes. 0 means 30 s.
+	RunSlack time.Duration
 	// Skip, when set, is asked before each repetition (rep as in
 	// Progress: warm-ups are negative); a repetition it skips counts as
 	// done and is not run (resuming a run whose store has it already).
@@ -416,13 +417,13 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 	// workload that hangs while its agent still beats is given up on too
 	rctx := ectx
 	if d, ok := expected(job); ok {
-		least := r.MinRunBound
-		if least <= 0 {
-			least = defaultMinRunBound
+		slack := r.RunSlack
+		if slack <= 0 {
+			slack = defaultRunSlack
 		}
-		bound := max(least, runBoundFactor*d)
+		bound := runBoundFactor*d + slack
 		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeoutCause(ectx, bound, &BoundError{What: "the timed part", Bound: bound, Expected: d, Least: least})
+		rctx, cancel = context.WithTimeoutCause(ectx, bound, &BoundError{What: "the timed part", Bound: bound, Expected: d, Slack: slack})
 		defer cancel()
 	}
 	ms, tags, err := g.Results(rctx)
