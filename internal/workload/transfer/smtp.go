@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/smtp"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -300,7 +301,39 @@ postlog   unix-dgram n  -       n       -       1       postlogd
 	if err := os.WriteFile(filepath.Join(conf, "master.cf"), []byte(master), 0o644); err != nil {
 		return nil, fmt.Errorf("transfer: %w", err)
 	}
-	return []string{"postfix", "-c", conf, "start-fg"}, nil
+	// postfix check makes the queue's folders with their owners; the
+	// master then runs in the foreground as the agent's child (not
+	// through postfix-script, whose master leaves for a session of its
+	// own that nobody would stop)
+	bin, err := lookSbin("postfix")
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(bin, "-c", conf, "check")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("transfer smtp: postfix check: %w: %s; %s", err, strings.TrimSpace(out.String()), g.logTail())
+	}
+	daemon, err := postfixMaster(bin)
+	if err != nil {
+		return nil, err
+	}
+	return []string{daemon, "-c", conf, "-d"}, nil
+}
+
+// postfixMaster finds Postfix's master daemon (daemon_directory).
+func postfixMaster(postfix string) (string, error) {
+	out, err := exec.Command(filepath.Join(filepath.Dir(postfix), "postconf"), "-dh", "daemon_directory").Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || dir == "" {
+		dir = "/usr/lib/postfix/sbin"
+	}
+	m := filepath.Join(dir, "master")
+	if _, err := os.Stat(m); err != nil {
+		return "", fmt.Errorf("transfer smtp: postfix's master is not in %s: %w", dir, err)
+	}
+	return m, nil
 }
 
 func userIDs(name string) (int, int) {
