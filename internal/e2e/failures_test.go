@@ -85,6 +85,9 @@ func TestOOMKillIsAReportedFailureAndTheRunGoesOn(t *testing.T) {
 				"--workload", "cpu:duration=300ms,max-prime=2000",
 				"--reps", "1", "--db", db)
 			cmd.Env = append(os.Environ(), "ISOBENCH_STATE="+filepath.Join(dir, "state"), "TMPDIR="+dir)
+			// conmon (podman) writes a file "oom" into its working directory
+			// when a container is OOM-killed: keep it out of the source tree
+			cmd.Dir = dir
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
