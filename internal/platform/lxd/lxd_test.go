@@ -162,8 +162,24 @@ func TestWebsocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	serverErr := make(chan error, 1)
+	gone := make(chan struct{})
 	up := websocket.Upgrader{}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("secret") == "ping-then-gone" {
+			// a ping and data, then the connection closed before the
+			// client reads: the pong cannot be written, the data must
+			// still be read
+			c, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				serverErr <- err
+				return
+			}
+			c.WriteControl(websocket.PingMessage, []byte("x"), time.Now().Add(5*time.Second))
+			c.WriteMessage(websocket.BinaryMessage, []byte("last words"))
+			c.Close()
+			close(gone)
+			return
+		}
 		if r.URL.Query().Get("secret") != "s3cret" {
 			http.Error(w, "bad secret", http.StatusForbidden)
 			return
@@ -210,10 +226,19 @@ func TestWebsocket(t *testing.T) {
 	defer srv.Close()
 
 	ctx := t.Context()
+	ws, err := dialWebsocket(ctx, sock, "/1.0/operations/x/websocket?secret=ping-then-gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-gone
+	if _, data, err := ws.readMessage(); err != nil || string(data) != "last words" {
+		t.Errorf("after a ping the peer closed: %q, %v; want the data it sent", data, err)
+	}
+	ws.Close()
 	if _, err := dialWebsocket(ctx, sock, "/1.0/operations/x/websocket?secret=wrong"); err == nil || !strings.Contains(err.Error(), "bad secret") {
 		t.Errorf("refused handshake: %v, want the server's answer", err)
 	}
-	ws, err := dialWebsocket(ctx, sock, "/1.0/operations/x/websocket?secret=s3cret")
+	ws, err = dialWebsocket(ctx, sock, "/1.0/operations/x/websocket?secret=s3cret")
 	if err != nil {
 		t.Fatal(err)
 	}

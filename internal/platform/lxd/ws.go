@@ -48,6 +48,14 @@ func dialWebsocket(ctx context.Context, socket, path string) (*wsConn, error) {
 		return nil, fmt.Errorf("websocket: %w", err)
 	}
 	c.SetReadLimit(maxMessage)
+	// LXD may ping a stream it has finished writing and closed: a pong
+	// that cannot be written is no reason to lose the data still to be
+	// read (gorilla's default handler returns that write's error from
+	// the read)
+	c.SetPingHandler(func(m string) error {
+		c.WriteControl(websocket.PongMessage, []byte(m), time.Now().Add(time.Second))
+		return nil
+	})
 	return &wsConn{c: c}, nil
 }
 
