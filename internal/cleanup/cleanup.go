@@ -764,9 +764,13 @@ func (w *world) scanEngines(ctx context.Context, p *Plan) {
 		if _, err := exec.LookPath(eng); err != nil {
 			continue
 		}
+		// Docker's .Labels is a string with a .Label method, Podman's a map
+		format := `{{.ID}}|{{.Names}}|{{.Label "isobench.run"}}|{{.Label "isobench.name"}}`
+		if eng == "podman" {
+			format = `{{.ID}}|{{.Names}}|{{index .Labels "isobench.run"}}|{{index .Labels "isobench.name"}}`
+		}
 		lctx, cancel := context.WithTimeout(ctx, listTimeout)
-		out, err := exec.CommandContext(lctx, eng, "ps", "--all", "--no-trunc", "--filter", "label=isobench",
-			"--format", `{{.ID}}|{{.Names}}|{{.Label "isobench.run"}}|{{.Label "isobench.name"}}`).Output()
+		out, err := exec.CommandContext(lctx, eng, "ps", "--all", "--no-trunc", "--filter", "label=isobench", "--format", format).Output()
 		cancel()
 		if err != nil {
 			p.Kept = append(p.Kept, Kept{eng, "containers", fmt.Sprintf("cannot list: %v", err)})

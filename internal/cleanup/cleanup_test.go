@@ -150,3 +150,78 @@ func TestScanFindsADeadRunsInstance(t *testing.T) {
 		t.Error("dead run's record left")
 	}
 }
+
+// TestScanFindsADeadRunsContainers: Docker and Podman containers labelled
+// with a dead run's token are found and removed; one with a live run's
+// token is kept.
+func TestScanFindsADeadRunsContainers(t *testing.T) {
+	for _, eng := range []string{"docker", "podman"} {
+		t.Run(eng, func(t *testing.T) {
+			if _, err := exec.LookPath(eng); err != nil {
+				t.Skipf("no %s", eng)
+			}
+			img, _ := exec.Command(eng, "images", "--format", "{{.Repository}}:{{.Tag}}").Output()
+			ref := ""
+			for _, l := range strings.Fields(string(img)) {
+				if strings.Contains(l, "isobench/minimal:") {
+					ref = l
+					break
+				}
+			}
+			if ref == "" {
+				t.Skipf("no isobench/minimal image in %s to create a container from", eng)
+			}
+			records := t.TempDir()
+			c := exec.Command("true")
+			if err := c.Run(); err != nil {
+				t.Fatal(err)
+			}
+			dead := "d" + strconv.Itoa(c.Process.Pid%100000)
+			for len(dead) < 6 {
+				dead += "0"
+			}
+			dead = dead[:6]
+			os.WriteFile(filepath.Join(records, "dead.json"), []byte(`{"pid":`+strconv.Itoa(c.Process.Pid)+`,"start":1,"token":"`+dead+`"}`), 0o644)
+			live, err := runrec.Begin(records, runrec.Record{Token: "a11ve0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer live.End()
+			names := map[string]string{dead: "isobench-cleanup-test-" + dead, "a11ve0": "isobench-cleanup-test-live-" + dead}
+			for tok, name := range names {
+				if out, err := exec.Command(eng, "create", "--label", "isobench=1", "--label", "isobench.run="+tok, "--name", name, ref, "/bin/true").CombinedOutput(); err != nil {
+					t.Fatalf("%s create: %v: %s", eng, err, out)
+				}
+				t.Cleanup(func() { exec.Command(eng, "rm", "-f", name).Run() })
+			}
+			ctx := context.Background()
+			p, err := Scan(ctx, Options{RecordDir: records, StateDirs: []string{t.TempDir()}, TempDirs: []string{t.TempDir()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mine []Object
+			for _, o := range p.Objects {
+				switch o.Name {
+				case names[dead]:
+					mine = append(mine, o)
+				case names["a11ve0"]:
+					t.Errorf("live run's container planned for removal: %s", o)
+				}
+			}
+			if len(mine) != 1 || mine[0].Kind != eng+"-container" {
+				t.Fatalf("dead run's container: found %v", mine)
+			}
+			if fails := Remove(ctx, &Plan{Objects: mine}); len(fails) > 0 {
+				t.Fatal(fails)
+			}
+			out, _ := exec.Command(eng, "ps", "-a", "--filter", "label=isobench.run="+dead, "--format", "{{.Names}}").Output()
+			if strings.TrimSpace(string(out)) != "" {
+				t.Errorf("left: %s", out)
+			}
+			out, _ = exec.Command(eng, "ps", "-a", "--filter", "name="+names["a11ve0"], "--format", "{{.Names}}").Output()
+			if strings.TrimSpace(string(out)) != names["a11ve0"] {
+				t.Errorf("live run's container gone: %q", out)
+			}
+		})
+	}
+}

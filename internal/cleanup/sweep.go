@@ -53,7 +53,7 @@ func Sweep(ctx context.Context, w io.Writer, o Options) {
 	var b strings.Builder
 	Report(&b, p, true, fails)
 	for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
-		if !strings.HasPrefix(l, "kept ") {
+		if !strings.HasPrefix(l, "kept ") || strings.Contains(l, "cannot ") {
 			fmt.Fprintln(w, "  "+l)
 		}
 	}
