@@ -143,6 +143,11 @@ func indexStamps() []string {
 	return s
 }
 
+// DebianBaseDigest identifies the Debian part of the debian profile
+// (everything but the agent): engines keep it as a base layer that
+// survives agent rebuilds.
+func DebianBaseDigest(ctx context.Context) (string, error) { return debianBaseDigest(ctx) }
+
 // debianBaseDigest identifies the Debian part of the tree (everything but
 // the agent).
 func debianBaseDigest(ctx context.Context) (string, error) {
@@ -268,11 +273,26 @@ func (b Builder) BuildDebianRootfs(ctx context.Context, dir string) error {
 	if err := b.checkAgent(); err != nil {
 		return err
 	}
+	start := time.Now()
+	if err := b.BuildDebianBaseRootfs(ctx, dir); err != nil {
+		return err
+	}
+	agent := filepath.Join(dir, AgentPath)
+	os.Remove(agent)
+	if err := copyFile(b.AgentBinary, agent, 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log(), "image debian: root file system ready in %s (%v)\n", dir, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// BuildDebianBaseRootfs writes the debian profile without the agent into
+// dir: what DebianBaseDigest identifies.
+func (b Builder) BuildDebianBaseRootfs(ctx context.Context, dir string) error {
 	base, err := b.DebianBase(ctx)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
 	if out, err := exec.CommandContext(ctx, "cp", "-a", "-l", base+"/.", dir+"/").CombinedOutput(); err != nil {
 		return fmt.Errorf("debian image: copying the Debian tree: %w: %s", err, strings.TrimSpace(string(out)))
 	}
@@ -302,12 +322,6 @@ func (b Builder) BuildDebianRootfs(ctx context.Context, dir string) error {
 			return fmt.Errorf("rootfs: %w", err)
 		}
 	}
-	agent := filepath.Join(dir, AgentPath)
-	os.Remove(agent)
-	if err := copyFile(b.AgentBinary, agent, 0o755); err != nil {
-		return err
-	}
-	fmt.Fprintf(b.log(), "image debian: root file system ready in %s (%v)\n", dir, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

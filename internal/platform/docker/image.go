@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
@@ -43,25 +45,137 @@ func (p *Platform) EnsureImage(ctx context.Context, profile string) (string, err
 	if !isNotFound(err) {
 		return "", fmt.Errorf("docker image %s: %w", ref, err)
 	}
+	if profile == image.Debian {
+		// A 650 MB Debian layer imported once per Debian content, and the
+		// agent committed on top: an agent rebuild adds megabytes, not a
+		// second copy of Debian.
+		if err := p.layerAgent(ctx, b, profile, digest); err != nil {
+			return "", err
+		}
+	} else if err := p.buildAndImport(ctx, b.BuildRootfs, profile, digest); err != nil {
+		return "", err
+	}
+	p.pruneStale(ctx, profile, ref)
+	return ref, nil
+}
+
+// buildAndImport builds a root file system with build and imports it as
+// profile:digest.
+func (p *Platform) buildAndImport(ctx context.Context, build func(context.Context, string, string) error, profile, digest string) error {
 	if p.env.StateDir == "" {
-		return "", errors.New("docker image: no state directory to build the root file system in")
+		return errors.New("docker image: no state directory to build the root file system in")
 	}
 	if err := os.MkdirAll(p.env.StateDir, 0o755); err != nil {
-		return "", fmt.Errorf("docker image: %w", err)
+		return fmt.Errorf("docker image: %w", err)
 	}
 	tmp, err := os.MkdirTemp(p.env.StateDir, "docker-rootfs-")
 	if err != nil {
-		return "", fmt.Errorf("docker image: %w", err)
+		return fmt.Errorf("docker image: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := b.BuildRootfs(ctx, profile, tmp); err != nil {
-		return "", fmt.Errorf("docker image %s: %w", ref, err)
+	ref := imageRef(profile, digest)
+	if err := build(ctx, profile, tmp); err != nil {
+		return fmt.Errorf("docker image %s: %w", ref, err)
 	}
 	fmt.Fprintf(p.log(), "docker: importing image %s\n", ref)
-	if err := p.importRootfs(ctx, tmp, profile, digest); err != nil {
-		return "", err
+	return p.importRootfs(ctx, tmp, profile, digest)
+}
+
+// baseProfile names the repository of a profile's agent-less base layer.
+func baseProfile(profile string) string { return profile + "-base" }
+
+// layerAgent makes profile:digest from the profile's base image (imported
+// when missing) plus one layer holding the agent.
+func (p *Platform) layerAgent(ctx context.Context, b image.Builder, profile, digest string) error {
+	baseDigest, err := image.DebianBaseDigest(ctx)
+	if err != nil {
+		return fmt.Errorf("docker image %s: %w", profile, err)
 	}
-	return ref, nil
+	base := imageRef(baseProfile(profile), baseDigest)
+	if err := p.c.do(ctx, http.MethodGet, "/images/"+base+"/json", nil, nil, nil); isNotFound(err) {
+		build := func(ctx context.Context, _ string, dir string) error { return b.BuildDebianBaseRootfs(ctx, dir) }
+		if err := p.buildAndImport(ctx, build, baseProfile(profile), baseDigest); err != nil {
+			return err
+		}
+		p.pruneStale(ctx, baseProfile(profile), base)
+	} else if err != nil {
+		return fmt.Errorf("docker image %s: %w", base, err)
+	}
+	ref := imageRef(profile, digest)
+	fmt.Fprintf(p.log(), "docker: adding the agent to %s as %s\n", base, ref)
+	var created struct {
+		ID string `json:"Id"`
+	}
+	body := map[string]any{"Image": base, "Cmd": []string{image.AgentPath}, "Labels": map[string]string{platform.Label: "1"}}
+	if err := p.c.do(ctx, http.MethodPost, "/containers/create", nil, body, &created); err != nil {
+		return fmt.Errorf("docker image %s: %w", ref, err)
+	}
+	defer func() {
+		q := url.Values{}
+		q.Set("force", "1")
+		p.c.do(context.WithoutCancel(ctx), http.MethodDelete, "/containers/"+created.ID, q, nil, nil)
+	}()
+	f, err := os.Open(b.AgentBinary)
+	if err != nil {
+		return fmt.Errorf("docker image %s: %w", ref, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("docker image %s: %w", ref, err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(writeOneFileTar(pw, strings.TrimPrefix(image.AgentPath, "/"), 0o755, st.Size(), st.ModTime(), f))
+	}()
+	defer pr.Close()
+	q := url.Values{}
+	q.Set("path", "/")
+	if err := p.c.do(ctx, http.MethodPut, "/containers/"+created.ID+"/archive", q, io.Reader(pr), nil); err != nil {
+		return fmt.Errorf("docker image %s: adding the agent: %w", ref, err)
+	}
+	q = url.Values{}
+	q.Set("container", created.ID)
+	q.Set("repo", ImageRepo(profile))
+	q.Set("tag", digest)
+	q.Add("changes", "LABEL "+platform.Label+"=1")
+	if err := p.c.do(ctx, http.MethodPost, "/commit", q, map[string]any{}, nil); err != nil {
+		return fmt.Errorf("docker image %s: commit: %w", ref, err)
+	}
+	return nil
+}
+
+// staleAge is how old an isobench image of an earlier agent or content
+// must be before a newer import removes it: a concurrent run may still be
+// about to use a younger one.
+const staleAge = time.Hour
+
+// pruneStale removes profile's images other than keep that are older than
+// staleAge and used by no container. Failures are not errors: the daemon
+// refuses to remove an image in use, and the next import tries again.
+func (p *Platform) pruneStale(ctx context.Context, profile, keep string) {
+	var imgs []struct {
+		RepoTags []string
+		Created  int64
+	}
+	q := url.Values{}
+	q.Set("filters", fmt.Sprintf(`{"reference":[%q]}`, ImageRepo(profile)))
+	if err := p.c.do(ctx, http.MethodGet, "/images/json", q, nil, &imgs); err != nil {
+		return
+	}
+	for _, im := range imgs {
+		if time.Since(time.Unix(im.Created, 0)) < staleAge {
+			continue
+		}
+		for _, ref := range im.RepoTags {
+			if ref == keep {
+				continue
+			}
+			if p.c.do(ctx, http.MethodDelete, "/images/"+ref, nil, nil, nil) == nil {
+				fmt.Fprintf(p.log(), "docker: removed the stale image %s\n", ref)
+			}
+		}
+	}
 }
 
 // image returns the profile's image ref, ensuring it once per platform:
