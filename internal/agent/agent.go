@@ -19,7 +19,6 @@ import (
 	"syscall"
 
 	"github.com/isobench/isobench/internal/agentproto"
-	"github.com/isobench/isobench/internal/guest"
 	"github.com/isobench/isobench/internal/workload"
 )
 
@@ -41,7 +40,7 @@ func Main(ctx context.Context, reg workload.Registry, args []string, stdin io.Re
 		return cgexec(args[1:], stderr)
 	case "vm-init":
 		// PID 1 of a QEMU guest: mounts, network, then the exec server.
-		return guest.Main(ctx, args[1:], stdout, stderr)
+		return vmInit(ctx, args[1:], stdout, stderr)
 	case "run":
 		if len(args) != 3 {
 			fmt.Fprintln(stderr, "isobench agent run: want WORKLOAD PARAMS")

@@ -6,15 +6,6 @@ import (
 	"fmt"
 
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/platform/docker"
-	"github.com/isobench/isobench/internal/platform/gvisor"
-	"github.com/isobench/isobench/internal/platform/lxc"
-	"github.com/isobench/isobench/internal/platform/lxd"
-	"github.com/isobench/isobench/internal/platform/native"
-	"github.com/isobench/isobench/internal/platform/nspawn"
-	"github.com/isobench/isobench/internal/platform/podman"
-	"github.com/isobench/isobench/internal/platform/qemu"
-	"github.com/isobench/isobench/internal/platform/runc"
 	"github.com/isobench/isobench/internal/remote"
 	"github.com/isobench/isobench/internal/workload"
 	"github.com/isobench/isobench/internal/workload/astar"
@@ -33,21 +24,9 @@ import (
 	"github.com/isobench/isobench/internal/workload/transfer"
 )
 
-// Platforms returns the registry of every platform.
-func Platforms() platform.Registry {
-	return remote.Wrap(platform.NewRegistry(
-		native.Factory,
-		docker.Factory,
-		runc.RuncFactory,
-		runc.CrunFactory,
-		nspawn.Factory,
-		lxc.Factory,
-		qemu.Factory,
-		podman.Factory,
-		gvisor.Factory,
-		lxd.Factory,
-	))
-}
+// Platforms returns the registry of every platform this binary's OS runs
+// (platforms_linux.go, platforms_other.go).
+func Platforms() platform.Registry { return remote.Wrap(platform.NewRegistry(platformFactories()...)) }
 
 // Workloads returns the registry of every workload.
 func Workloads() workload.Registry {

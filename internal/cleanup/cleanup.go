@@ -725,7 +725,7 @@ func unmount(path string) error {
 		case errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOENT):
 			return nil
 		case errors.Is(err, syscall.EBUSY):
-			if err := syscall.Unmount(path, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			if err := syscall.Unmount(path, mntDetach); err != nil && !errors.Is(err, syscall.EINVAL) {
 				return fmt.Errorf("unmount %s: %w", path, err)
 			}
 			return nil

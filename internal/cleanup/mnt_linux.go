@@ -1,0 +1,6 @@
+package cleanup
+
+import "syscall"
+
+// mntDetach is a lazy unmount (MNT_DETACH).
+const mntDetach = syscall.MNT_DETACH
