@@ -35,6 +35,7 @@ import (
 
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 // Factory registers the docker platform.
@@ -378,10 +379,15 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		in.Close(ctx)
 	}()
 	if s.Storage == platform.StorageVolume {
-		in.volDir = p.statePath("volumes", name)
-		if err := os.MkdirAll(in.volDir, 0o755); err != nil {
+		// private (0700, made fresh): the container's root is the
+		// host's root, which owns it
+		if err := local.PrivateDir(p.statePath("volumes")); err != nil {
 			return nil, fmt.Errorf("docker: volume directory: %w", err)
 		}
+		if err := local.FreshDir(p.statePath("volumes", name)); err != nil {
+			return nil, fmt.Errorf("docker: volume directory: %w", err)
+		}
+		in.volDir = p.statePath("volumes", name)
 	}
 	cc, err := createConfig(s, ref, in.runtime, in.volDir)
 	if err != nil {

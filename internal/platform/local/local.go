@@ -69,10 +69,12 @@ func (r *Rootfs) Dir(ctx context.Context, profile string) (string, error) {
 	}
 	base := filepath.Join(r.Env.StateDir, "rootfs")
 	dir := filepath.Join(base, profile+"-"+digest)
+	// the trees are 0755 (an overlay's root takes its lower tree's mode);
+	// the directory holding them is private
+	if err := PrivateDir(base); err != nil {
+		return "", fmt.Errorf("rootfs: %w", err)
+	}
 	if _, err := os.Stat(dir); err != nil {
-		if err := os.MkdirAll(base, 0o755); err != nil {
-			return "", fmt.Errorf("rootfs: %w", err)
-		}
 		tmp, err := os.MkdirTemp(base, ".build-"+profile+"-")
 		if err != nil {
 			return "", fmt.Errorf("rootfs: %w", err)
@@ -385,4 +387,16 @@ func (t *TailBuffer) String() string {
 // one share, so that their bridge leases (kept per state directory by
 // hostnet) do not collide when the packages are tested in parallel. It
 // also keeps the built root file system between test runs.
-func TestStateDir() string { return filepath.Join(os.TempDir(), "isobench-local-platforms-test") }
+//
+// The name is fixed, so what is found there is checked (PrivateDir: a
+// directory of this user's, made private) before it is used; when it
+// fails the check a fresh private directory is used instead.
+func TestStateDir() string {
+	dir := filepath.Join(os.TempDir(), "isobench-local-platforms-test")
+	if err := PrivateDir(dir); err != nil {
+		if fresh, err := os.MkdirTemp("", "isobench-local-platforms-test-"); err == nil {
+			return fresh
+		}
+	}
+	return dir
+}

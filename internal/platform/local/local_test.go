@@ -100,3 +100,51 @@ func TestUnescapeAndMounts(t *testing.T) {
 		t.Errorf("mounts under /proc %q", m)
 	}
 }
+
+func TestPrivateDir(t *testing.T) {
+	base := t.TempDir()
+	// made private, parents too
+	d := filepath.Join(base, "a", "state")
+	if err := PrivateDir(d); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("made %v, %v; want mode 0700", st.Mode(), err)
+	}
+	// found with loose permissions: tightened
+	loose := filepath.Join(base, "loose")
+	os.Mkdir(loose, 0o777)
+	os.Chmod(loose, 0o1777)
+	if err := PrivateDir(loose); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(loose); st.Mode().Perm() != 0o700 {
+		t.Errorf("found 1777, left %v", st.Mode())
+	}
+	// a symbolic link planted under the name is refused
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(d, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := PrivateDir(link); err == nil {
+		t.Error("a symbolic link was accepted as a private directory")
+	}
+	// someone else's directory is refused
+	if os.Geteuid() == 0 {
+		other := filepath.Join(base, "other")
+		os.Mkdir(other, 0o700)
+		if err := os.Chown(other, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if err := PrivateDir(other); err == nil {
+			t.Error("a directory of uid 65534 was accepted")
+		}
+	}
+	// per-instance directories are fresh
+	if err := FreshDir(filepath.Join(d, "i")); err != nil {
+		t.Fatal(err)
+	}
+	if err := FreshDir(filepath.Join(d, "i")); err == nil {
+		t.Error("FreshDir reused an existing directory")
+	}
+}

@@ -190,17 +190,23 @@ func (h *Host) Begin(ctx context.Context, s platform.Spec, su Setup, e Engine) (
 		return nil, fmt.Errorf("%s: %w", h.name, err)
 	}
 	id := NewID(h.code)
-	in := &Instance{Host: h, Spec: s, Dir: InstanceDir(h.env.StateDir, id), Network: network, Done: make(chan struct{}), id: id}
-	defer in.Undo(ctx, &err) // the engine has nothing to stop or remove yet
-	if err := os.MkdirAll(in.Dir, 0o755); err != nil {
+	dir := InstanceDir(h.env.StateDir, id)
+	if err := PrivateDir(filepath.Dir(dir)); err != nil {
 		return nil, fmt.Errorf("%s: %w", h.name, err)
 	}
+	if err := FreshDir(dir); err != nil {
+		return nil, fmt.Errorf("%s: %w", h.name, err)
+	}
+	in := &Instance{Host: h, Spec: s, Dir: dir, Network: network, Done: make(chan struct{}), id: id}
+	defer in.Undo(ctx, &err) // the engine has nothing to stop or remove yet
 	if in.Overlay, err = MountOverlay(lower, in.Dir); err != nil {
 		return nil, fmt.Errorf("%s: %w", h.name, err)
 	}
 	if s.Storage == platform.StorageVolume {
 		in.Volume = filepath.Join(in.Dir, "volume")
-		if err := os.Mkdir(in.Volume, 0o777); err != nil {
+		// private like the instance directory: the instance's root is
+		// the host's root, which owns it
+		if err := FreshDir(in.Volume); err != nil {
 			return nil, fmt.Errorf("%s: volume: %w", h.name, err)
 		}
 	}

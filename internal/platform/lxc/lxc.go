@@ -231,10 +231,13 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	// the line written is exactly "created"
 	c.hook = "echo created >" + in.PhaseFIFO + "; :"
 	cdir := filepath.Join(p.lxcpath, id)
-	if err := os.MkdirAll(cdir, 0o755); err != nil {
+	if err := local.PrivateDir(p.lxcpath); err != nil {
 		return nil, fmt.Errorf("lxc: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(cdir, "config"), []byte(config(s, c)), 0o644); err != nil {
+	if err := local.FreshDir(cdir); err != nil {
+		return nil, fmt.Errorf("lxc: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(cdir, "config"), []byte(config(s, c)), 0o600); err != nil {
 		return nil, fmt.Errorf("lxc: %w", err)
 	}
 

@@ -437,14 +437,15 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		}
 	}()
 	if s.Storage == platform.StorageVolume {
+		// private (0700, made fresh); it is given to the container's
+		// root once LXD has chosen its id map (see ownVolume)
+		if err := local.PrivateDir(filepath.Dir(p.volumeDir(id))); err != nil {
+			return nil, fmt.Errorf("lxd: volume: %w", err)
+		}
+		if err := local.FreshDir(p.volumeDir(id)); err != nil {
+			return nil, fmt.Errorf("lxd: volume: %w", err)
+		}
 		in.volume = p.volumeDir(id)
-		if err := os.MkdirAll(in.volume, 0o755); err != nil {
-			return nil, fmt.Errorf("lxd: volume: %w", err)
-		}
-		// an unprivileged container's root is an unmapped uid on the host
-		if err := os.Chmod(in.volume, 0o1777); err != nil {
-			return nil, fmt.Errorf("lxd: volume: %w", err)
-		}
 	}
 	var veth string
 	if s.Network == platform.NetBridge {
@@ -463,6 +464,11 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	}
 	if s.Phase != nil {
 		s.Phase("created", time.Now())
+	}
+	if in.volume != "" {
+		if err := p.ownVolume(ctx, id, in.volume); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := p.c.async(ctx, http.MethodPut, "/1.0/instances/"+id+"/state", map[string]any{"action": "start", "timeout": 30}, nil); err != nil {
 		return nil, fmt.Errorf("lxd: start %s: %w", id, err)
@@ -499,6 +505,58 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		}()
 	}
 	return in, nil
+}
+
+// ownVolume gives the volume directory to the container's root: an
+// unprivileged container's root is the host uid and gid its id map
+// (volatile.idmap.next, chosen at create) maps 0 to.
+func (p *Platform) ownVolume(ctx context.Context, id, dir string) error {
+	var inst struct {
+		Config map[string]string `json:"config"`
+	}
+	if err := p.c.sync(ctx, http.MethodGet, "/1.0/instances/"+escape(id), nil, &inst); err != nil {
+		return fmt.Errorf("lxd: volume: %w", err)
+	}
+	uid, gid, err := rootIDs(inst.Config["volatile.idmap.next"])
+	if err != nil {
+		return fmt.Errorf("lxd: volume: %s: %w", id, err)
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return fmt.Errorf("lxd: volume: %w", err)
+	}
+	return nil
+}
+
+// rootIDs finds the host uid and gid an LXD id map (JSON, as in
+// volatile.idmap.next) maps the container's 0 to; an empty map (a
+// privileged container) maps 0 to 0.
+func rootIDs(idmap string) (uid, gid int, err error) {
+	if idmap == "" || idmap == "[]" {
+		return 0, 0, nil
+	}
+	var entries []struct {
+		Isuid, Isgid            bool
+		Hostid, Nsid, Maprange int64
+	}
+	if err := json.Unmarshal([]byte(idmap), &entries); err != nil {
+		return 0, 0, fmt.Errorf("id map %q: %w", idmap, err)
+	}
+	uid, gid = -1, -1
+	for _, e := range entries {
+		if e.Nsid > 0 || e.Nsid+e.Maprange <= 0 {
+			continue
+		}
+		if e.Isuid && uid < 0 {
+			uid = int(e.Hostid)
+		}
+		if e.Isgid && gid < 0 {
+			gid = int(e.Hostid)
+		}
+	}
+	if uid < 0 || gid < 0 {
+		return 0, 0, fmt.Errorf("id map %q does not map root", idmap)
+	}
+	return uid, gid, nil
 }
 
 // Instance is one LXD container.

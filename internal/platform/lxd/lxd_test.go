@@ -260,3 +260,16 @@ func TestWebsocket(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRootIDs(t *testing.T) {
+	m := `[{"Isuid":true,"Isgid":false,"Hostid":1000000,"Nsid":0,"Maprange":1000000000},{"Isuid":false,"Isgid":true,"Hostid":1000001,"Nsid":0,"Maprange":1000000000}]`
+	if u, g, err := rootIDs(m); err != nil || u != 1000000 || g != 1000001 {
+		t.Errorf("rootIDs = %d, %d, %v", u, g, err)
+	}
+	if u, g, err := rootIDs(""); err != nil || u != 0 || g != 0 {
+		t.Errorf("privileged: %d, %d, %v", u, g, err)
+	}
+	if _, _, err := rootIDs(`[{"Isuid":true,"Isgid":true,"Hostid":1000000,"Nsid":1,"Maprange":10}]`); err == nil {
+		t.Error("a map without root accepted")
+	}
+}

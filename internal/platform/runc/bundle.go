@@ -48,7 +48,7 @@ func (b Bundle) Write(dir string, s platform.Spec) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
 		return fmt.Errorf("oci bundle: %w", err)
 	}
 	return nil

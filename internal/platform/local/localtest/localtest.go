@@ -7,8 +7,10 @@ package localtest
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,6 +49,37 @@ func Conformance(t *testing.T, f platform.Factory, leftovers LeftoversFunc, opts
 		rec.Platform = p
 		return rec
 	}, opts)
+	t.Run("private_dirs", func(t *testing.T) { PrivateDirs(t, rec, state) })
+}
+
+// PrivateDirs creates an instance with storage=volume on p and checks that
+// its directory and volume, and the state directory's parts they live in,
+// are private: mode 0700 and owned by this user (no 0777 or 1777 volume).
+func PrivateDirs(t *testing.T, p platform.Platform, state string) {
+	if err := p.Available(t.Context()); err != nil {
+		t.Skip(err)
+	}
+	inst, err := p.Create(t.Context(), platform.Spec{Image: "minimal", Storage: platform.StorageVolume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close(context.WithoutCancel(t.Context()))
+	dir := local.InstanceDir(state, inst.ID())
+	for _, d := range []string{filepath.Dir(dir), dir, filepath.Join(dir, "volume"), filepath.Join(state, "rootfs")} {
+		st, err := os.Lstat(d)
+		if err != nil {
+			t.Errorf("%s: %v", d, err)
+			continue
+		}
+		sys, _ := st.Sys().(*syscall.Stat_t)
+		if !st.IsDir() || st.Mode().Perm() != 0o700 || st.Mode()&os.ModeSticky != 0 || sys == nil || int(sys.Uid) != os.Geteuid() {
+			t.Errorf("%s is %v (uid %v), want a private directory (0700, uid %d)", d, st.Mode(), sys.Uid, os.Geteuid())
+		}
+	}
+	// the volume is writable inside, though private on the host
+	if err := inst.Exec(t.Context(), []string{"sh", "-c", `echo ok > "$ISOBENCH_SCRATCH/private-probe"`}, platform.ExecIO{}); err != nil {
+		t.Errorf("writing into the private volume: %v", err)
+	}
 }
 
 // Startup times create → agent hello → exit three times on the factory's
