@@ -535,7 +535,7 @@ func rootIDs(idmap string) (uid, gid int, err error) {
 		return 0, 0, nil
 	}
 	var entries []struct {
-		Isuid, Isgid            bool
+		Isuid, Isgid           bool
 		Hostid, Nsid, Maprange int64
 	}
 	if err := json.Unmarshal([]byte(idmap), &entries); err != nil {
