@@ -28,7 +28,13 @@ const (
 	ParamGateway  = "isobench.gw"       // default route via this address
 	ParamScratch  = "isobench.scratch"  // SOURCE:FSTYPE mounted at ScratchDir
 	ParamHostname = "isobench.hostname" // the guest's host name
+	ParamRoot     = "isobench.root"     // DEVICE:FSTYPE the initramfs mounts and switches root to
+	ParamInit     = "isobench.init"     // "docker": init starts dockerd (see ServiceDocker)
 )
+
+// stageEnv marks the init that runs on the root disk after the initramfs's
+// init switched to it.
+const stageEnv = "ISOBENCH_GUEST_STAGE"
 
 // DefaultPort is the control port's name when isobench.port is not given.
 const DefaultPort = "isobench.0"
@@ -116,6 +122,9 @@ func initMain(ctx context.Context, log io.Writer) error {
 		return err
 	}
 	p := cmdline()
+	if r := p[ParamRoot]; r != "" && os.Getenv(stageEnv) == "" {
+		return switchRoot(r, mounts[len(mounts)-1].dir, log)
+	}
 	if h := p[ParamHostname]; h != "" {
 		syscall.Sethostname([]byte(h))
 	}
@@ -135,6 +144,9 @@ func initMain(ctx context.Context, log io.Writer) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the exec server: %w", err)
 	}
+	if p[ParamInit] == ServiceDocker {
+		startDocker(log)
+	}
 	// pid 1 only reaps: orphans of commands end up here
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	for {
@@ -151,6 +163,52 @@ func initMain(ctx context.Context, log io.Writer) error {
 		}
 	}
 }
+
+// switchRoot mounts root ("DEVICE:FSTYPE"), moves it over the
+// initramfs's root and executes the agent of the new root as init again
+// (with stageEnv set, so it does not switch a second time). The
+// initramfs's own mounts are detached first: the next init makes its own.
+func switchRoot(root, _ string, log io.Writer) error {
+	dev, fstype, _ := strings.Cut(root, ":")
+	if fstype == "" {
+		fstype = "ext4"
+	}
+	if err := waitFor(dev, 10*time.Second); err != nil {
+		return fmt.Errorf("root disk: %w", err)
+	}
+	const newRoot = "/newroot"
+	os.MkdirAll(newRoot, 0o755)
+	if err := syscall.Mount(dev, newRoot, fstype, 0, ""); err != nil {
+		return fmt.Errorf("mount root %s (%s): %w", dev, fstype, err)
+	}
+	agent := filepath.Join(newRoot, AgentPath)
+	if _, err := os.Stat(agent); err != nil {
+		return fmt.Errorf("root disk %s has no agent: %w", dev, err)
+	}
+	for _, d := range []string{"/sys/fs/cgroup", "/run", "/dev/shm", "/dev/pts", "/dev", "/sys", "/proc"} {
+		syscall.Unmount(d, syscall.MNT_DETACH)
+	}
+	// the initramfs's files stay in RAM unless removed (what switch_root
+	// does): the agent copy is the big one
+	os.Remove(AgentPath)
+	os.RemoveAll("/lib/isobench-modules")
+	if err := os.Chdir(newRoot); err != nil {
+		return err
+	}
+	if err := syscall.Mount(".", "/", "", syscall.MS_MOVE, ""); err != nil {
+		return fmt.Errorf("moving the root disk to /: %w", err)
+	}
+	if err := syscall.Chroot("."); err != nil {
+		return fmt.Errorf("chroot to the root disk: %w", err)
+	}
+	os.Chdir("/")
+	env := append(os.Environ(), stageEnv+"=2")
+	err := syscall.Exec(AgentPath, append([]string{AgentPath}, serverArgs()...), env)
+	return fmt.Errorf("executing the root disk's init %s: %w", AgentPath, err)
+}
+
+// AgentPath is where the agent is on a root disk (image.AgentPath).
+const AgentPath = "/usr/local/bin/isobench"
 
 // serverArgs is how init runs itself again: its own argv without the
 // trailing vm-init arguments (there are none for init).

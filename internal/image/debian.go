@@ -39,6 +39,26 @@ var DebianPackages = []string{
 	"iproute2", "procps",
 }
 
+// DebianDocker is the debian profile plus a Docker engine (DockerPackages):
+// the root disk of a VM that runs dockerd (platform docker-in-vm). It is a
+// profile of its own so the debian profile's size and digest do not change.
+const DebianDocker = "debian-docker"
+
+// DockerPackages are what DebianDocker adds to DebianPackages: the engine,
+// and a static busybox for the minimal image dockerd in the guest builds.
+var DockerPackages = []string{"docker.io", "containerd", "runc", "iptables", "busybox-static"}
+
+// IsDebian reports whether profile is built from a Debian tree.
+func IsDebian(profile string) bool { return profile == Debian || profile == DebianDocker }
+
+// debianPackages is the package list of a Debian-based profile.
+func debianPackages(profile string) []string {
+	if profile == DebianDocker {
+		return append(append([]string(nil), DebianPackages...), DockerPackages...)
+	}
+	return DebianPackages
+}
+
 // mmdebstrap is the tool that builds the Debian tree.
 const mmdebstrap = "mmdebstrap"
 
@@ -146,11 +166,11 @@ func indexStamps() []string {
 // DebianBaseDigest identifies the Debian part of the debian profile
 // (everything but the agent): engines keep it as a base layer that
 // survives agent rebuilds.
-func DebianBaseDigest(ctx context.Context) (string, error) { return debianBaseDigest(ctx) }
+func DebianBaseDigest(ctx context.Context) (string, error) { return debianBaseDigest(ctx, Debian) }
 
-// debianBaseDigest identifies the Debian part of the tree (everything but
-// the agent).
-func debianBaseDigest(ctx context.Context) (string, error) {
+// debianBaseDigest identifies the Debian part of profile's tree
+// (everything but the agent).
+func debianBaseDigest(ctx context.Context, profile string) (string, error) {
 	rel, err := hostRelease()
 	if err != nil {
 		return "", err
@@ -159,12 +179,12 @@ func debianBaseDigest(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	vers, err := candidateVersions(ctx, DebianPackages)
+	vers, err := candidateVersions(ctx, debianPackages(profile))
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "profile=%s\nrelease=%s\nsources=%s\n", Debian, rel, src)
+	fmt.Fprintf(h, "profile=%s\nrelease=%s\nsources=%s\n", profile, rel, src)
 	for _, v := range vers {
 		fmt.Fprintf(h, "pkg=%s\n", v)
 	}
@@ -177,12 +197,16 @@ func debianBaseDigest(ctx context.Context) (string, error) {
 // DebianDigest identifies the debian profile's content: the Debian base
 // and the agent.
 func (b Builder) DebianDigest(ctx context.Context) (string, error) {
-	base, err := debianBaseDigest(ctx)
+	return b.debianDigest(ctx, Debian)
+}
+
+func (b Builder) debianDigest(ctx context.Context, profile string) (string, error) {
+	base, err := debianBaseDigest(ctx, profile)
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "profile=%s\nbase=%s\n", Debian, base)
+	fmt.Fprintf(h, "profile=%s\nbase=%s\n", profile, base)
 	f, err := os.Open(b.AgentBinary)
 	if err != nil {
 		return "", fmt.Errorf("image digest: %w", err)
@@ -205,10 +229,15 @@ func (b Builder) log() io.Writer {
 // agent) under StateDir/debian, building it with mmdebstrap when no tree
 // exists for the current digest.
 func (b Builder) DebianBase(ctx context.Context) (string, error) {
+	return b.debianBase(ctx, Debian)
+}
+
+func (b Builder) debianBase(ctx context.Context, profile string) (string, error) {
 	if b.StateDir == "" {
 		return "", errors.New("debian image: no state directory to keep the Debian tree in")
 	}
-	digest, err := debianBaseDigest(ctx)
+	pkgs := debianPackages(profile)
+	digest, err := debianBaseDigest(ctx, profile)
 	if err != nil {
 		return "", err
 	}
@@ -239,7 +268,7 @@ func (b Builder) DebianBase(ctx context.Context) (string, error) {
 	fmt.Fprintf(b.log(), "image debian: building a %s tree with %s from %s (%d packages; this takes a few minutes)\n", rel, mmdebstrap, srcFile, len(DebianPackages))
 	args := []string{
 		"--mode=root", "--variant=apt", "--format=directory",
-		"--include=" + strings.Join(DebianPackages, ","),
+		"--include=" + strings.Join(pkgs, ","),
 		"--dpkgopt=path-exclude=/usr/share/man/*",
 		"--dpkgopt=path-exclude=/usr/share/doc/*",
 		"--dpkgopt=path-exclude=/usr/share/locale/*",
@@ -270,11 +299,15 @@ func (b Builder) DebianBase(ctx context.Context) (string, error) {
 // overlay's lower layer or as a tar to import), then the agent and the
 // directories isobench uses.
 func (b Builder) BuildDebianRootfs(ctx context.Context, dir string) error {
+	return b.buildDebianRootfs(ctx, Debian, dir)
+}
+
+func (b Builder) buildDebianRootfs(ctx context.Context, profile, dir string) error {
 	if err := b.checkAgent(); err != nil {
 		return err
 	}
 	start := time.Now()
-	if err := b.BuildDebianBaseRootfs(ctx, dir); err != nil {
+	if err := b.buildDebianBaseRootfs(ctx, profile, dir); err != nil {
 		return err
 	}
 	agent := filepath.Join(dir, AgentPath)
@@ -289,7 +322,11 @@ func (b Builder) BuildDebianRootfs(ctx context.Context, dir string) error {
 // BuildDebianBaseRootfs writes the debian profile without the agent into
 // dir: what DebianBaseDigest identifies.
 func (b Builder) BuildDebianBaseRootfs(ctx context.Context, dir string) error {
-	base, err := b.DebianBase(ctx)
+	return b.buildDebianBaseRootfs(ctx, Debian, dir)
+}
+
+func (b Builder) buildDebianBaseRootfs(ctx context.Context, profile, dir string) error {
+	base, err := b.debianBase(ctx, profile)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ const (
 )
 
 func unknownProfile(p string) error {
-	return fmt.Errorf("unknown image profile %q (known: %s, %s, %s)", p, Minimal, Tools, Debian)
+	return fmt.Errorf("unknown image profile %q (known: %s, %s, %s, %s)", p, Minimal, Tools, Debian, DebianDocker)
 }
 
 // AgentPath is where the isobench binary lives inside every image.
@@ -59,6 +59,8 @@ func (b Builder) Digest(profile string) (string, error) {
 		return b.ToolsDigest(context.Background(), nil)
 	case Debian:
 		return b.DebianDigest(context.Background())
+	case DebianDocker:
+		return b.debianDigest(context.Background(), profile)
 	case Minimal:
 	default:
 		return "", unknownProfile(profile)
@@ -138,6 +140,8 @@ func (b Builder) BuildRootfs(ctx context.Context, profile, dir string) error {
 		return b.BuildToolsRootfs(ctx, dir, nil)
 	case Debian:
 		return b.BuildDebianRootfs(ctx, dir)
+	case DebianDocker:
+		return b.buildDebianRootfs(ctx, profile, dir)
 	case Minimal:
 	default:
 		return unknownProfile(profile)

@@ -195,8 +195,13 @@ func readModule(ctx context.Context, path string) ([]byte, error) {
 
 // initramfsKey identifies an initramfs's inputs.
 func (p *Platform) initramfsKey(profile string, k kernel, mods []string) (string, error) {
-	b := image.Builder{AgentBinary: p.env.AgentBinary}
-	d, err := b.Digest(profile)
+	var d string
+	var err error
+	if profile == bootProfile {
+		d, err = fileDigest(p.env.AgentBinary)
+	} else {
+		d, err = image.Builder{AgentBinary: p.env.AgentBinary}.Digest(profile)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -209,9 +214,14 @@ func (p *Platform) initramfsKey(profile string, k kernel, mods []string) (string
 // and k, building it into the state dir if it is not there yet.
 func (p *Platform) buildInitramfs(ctx context.Context, profile string, k kernel) (string, error) {
 	var mods []string
+	want := GuestModules
+	if usesRootDisk(profile) {
+		// the profile is on a root disk: the initramfs only mounts it
+		profile, want = bootProfile, DiskModules
+	}
 	if k.ModDir != "" {
 		var err error
-		if mods, err = moduleOrder(k.ModDir, GuestModules); err != nil {
+		if mods, err = moduleOrder(k.ModDir, want); err != nil {
 			return "", fmt.Errorf("qemu: kernel modules of %s: %w", k.Version, err)
 		}
 	}
@@ -238,8 +248,14 @@ func (p *Platform) buildInitramfs(ctx context.Context, profile string, k kernel)
 	}
 	defer os.RemoveAll(tmp)
 	root := filepath.Join(tmp, "root")
-	b := image.Builder{AgentBinary: p.env.AgentBinary}
-	if err := b.BuildRootfs(ctx, profile, root); err != nil {
+	if profile == bootProfile {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(image.AgentPath)), 0o755); err != nil {
+			return "", fmt.Errorf("qemu: %w", err)
+		}
+		if err := copyFile(p.env.AgentBinary, filepath.Join(root, image.AgentPath)); err != nil {
+			return "", fmt.Errorf("qemu: %w", err)
+		}
+	} else if err := (image.Builder{AgentBinary: p.env.AgentBinary}).BuildRootfs(ctx, profile, root); err != nil {
 		return "", fmt.Errorf("qemu: %w", err)
 	}
 	if err := os.Symlink(image.AgentPath, filepath.Join(root, "init")); err != nil {
@@ -267,7 +283,7 @@ func (p *Platform) buildInitramfs(ctx context.Context, profile string, k kernel)
 	if err := os.WriteFile(filepath.Join(root, guest.ModulesList), []byte(strings.Join(list, "\n")+"\n"), 0o644); err != nil {
 		return "", fmt.Errorf("qemu: %w", err)
 	}
-	if p.RootfsHook != nil {
+	if p.RootfsHook != nil && profile != bootProfile {
 		if err := p.RootfsHook(ctx, profile, root); err != nil {
 			return "", fmt.Errorf("qemu: rootfs hook: %w", err)
 		}
@@ -296,4 +312,37 @@ func (p *Platform) buildInitramfs(ctx context.Context, profile string, k kernel)
 		return "", fmt.Errorf("qemu: writing initramfs: %w", err)
 	}
 	return out, nil
+}
+
+// bootProfile names the initramfs that only mounts a root disk.
+const bootProfile = "boot"
+
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

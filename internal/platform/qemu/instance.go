@@ -32,8 +32,9 @@ func lookPath(name string) (string, error) { return exec.LookPath(name) }
 
 // createOpts are internal knobs of create (the KVM probe uses them).
 type createOpts struct {
-	accel  string
-	noDisk bool
+	accel     string
+	noDisk    bool
+	guestInit string // guest.ParamInit, e.g. guest.ServiceDocker
 }
 
 // Create boots a VM and waits for its agent's hello.
@@ -59,6 +60,9 @@ type Instance struct {
 	network string
 	storage string
 	kernel  kernel
+
+	rootDisk  string // shared root disk image (snapshot=on), "" for an initramfs root
+	guestInit string
 
 	runDir    string // sockets, console log
 	disk      string // scratch image, "" if none
@@ -117,6 +121,12 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 	if profile == "" {
 		profile = image.Minimal
 	}
+	rootDisk := ""
+	if usesRootDisk(profile) {
+		if rootDisk, err = p.buildRootDisk(ctx, profile); err != nil {
+			return nil, err
+		}
+	}
 	initrd := p.initrd
 	if initrd == "" {
 		if initrd, err = p.buildInitramfs(ctx, profile, k); err != nil {
@@ -124,7 +134,7 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 		}
 	}
 	in := &Instance{
-		p: p, spec: s, accel: o.accel, kernel: k,
+		p: p, spec: s, accel: o.accel, kernel: k, rootDisk: rootDisk, guestInit: o.guestInit,
 		id:        "isobench-" + sanitize(s.Name) + "-" + randomHex(3),
 		cpus:      int(s.CPUs),
 		memory:    s.Memory,
@@ -260,6 +270,17 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 	} else {
 		args = append(args, "-cpu", "max")
 	}
+	scratchDev := "/dev/vda"
+	if in.rootDisk != "" {
+		// first virtio disk, so /dev/vda; snapshot=on: this VM's writes go
+		// to qemu's own temporary overlay, the shared image is read only
+		args = append(args, "-drive", "file="+in.rootDisk+",format=raw,if=virtio,snapshot=on,cache=unsafe")
+		cmdline = append(cmdline, guest.ParamRoot+"=/dev/vda:ext4")
+		scratchDev = "/dev/vdb"
+	}
+	if in.guestInit != "" {
+		cmdline = append(cmdline, guest.ParamInit+"="+in.guestInit)
+	}
 	switch in.network {
 	case platform.NetBridge:
 		br := hostnet.Default(p.env.StateDir)
@@ -314,7 +335,7 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 			in.cacheMode = "writeback"
 		}
 		args = append(args, "-drive", "file="+in.disk+",format=raw,if=virtio,cache="+in.cacheMode+",aio=threads,discard=unmap")
-		cmdline = append(cmdline, guest.ParamScratch+"=/dev/vda:ext4")
+		cmdline = append(cmdline, guest.ParamScratch+"="+scratchDev+":ext4")
 	case platform.StorageVolume:
 		vfsd := ""
 		for _, c := range VirtiofsdCandidates {
@@ -519,6 +540,9 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 		"guest_uptime_ns": strconv.FormatInt(in.hello.UptimeNS, 10),
 		"scratch":         in.hello.Scratch,
 		"root":            "initramfs (RAM)",
+	}
+	if in.rootDisk != "" {
+		f["root"] = "ext4 disk " + filepath.Base(in.rootDisk) + " (shared, copy-on-write per VM)"
 	}
 	if in.tap != "" {
 		f["tap"] = in.tap

@@ -284,10 +284,10 @@ func (p *Platform) Prepare(ctx context.Context, profile string) error {
 	if profile == "" {
 		profile = image.Minimal
 	}
-	if profile == image.Debian {
-		// the guest boots its root file system as an initramfs in RAM: a
-		// 600 MB Debian tree needs a root disk the guest mounts instead
-		return fmt.Errorf("qemu: the %s image is %w yet (the guest boots an initramfs; a root disk image is to do)", profile, platform.ErrUnsupported)
+	if usesRootDisk(profile) {
+		if _, err := p.buildRootDisk(ctx, profile); err != nil {
+			return err
+		}
 	}
 	if p.initrd == "" {
 		k, err := p.findKernel()
