@@ -5,6 +5,7 @@ import (
 	"github.com/isobench/isobench/internal/platform/docker"
 	"github.com/isobench/isobench/internal/platform/gvisor"
 	"github.com/isobench/isobench/internal/platform/jail"
+	"github.com/isobench/isobench/internal/platform/k8s"
 	"github.com/isobench/isobench/internal/platform/lxc"
 	"github.com/isobench/isobench/internal/platform/lxd"
 	"github.com/isobench/isobench/internal/platform/native"
@@ -27,5 +28,6 @@ func platformFactories() []platform.Factory {
 		gvisor.Factory,
 		lxd.Factory,
 		jail.Factory, // FreeBSD only: here it is reached with host=ssh://
+		k8s.Factory,  // Kubernetes pods (scripts/start-k8s.sh runs a local cluster)
 	}
 }
