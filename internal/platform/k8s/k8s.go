@@ -201,9 +201,16 @@ func (p *Platform) Facts(ctx context.Context) map[string]string {
 	f["k8s_server"] = p.c.ep.Server
 	f["k8s_namespace"] = p.ns()
 	f["kubeconfig"] = p.kubeconfig
-	if rc := p.opts.Extra["runtime"]; rc != "" {
-		f["runtime_class"] = rc
-		if classes, err := p.RuntimeClasses(ctx); err == nil {
+	if classes, err := p.RuntimeClasses(ctx); err == nil {
+		// what isobench doctor shows: the classes a run can name
+		var all []string
+		for k, h := range classes {
+			all = append(all, k+"="+h)
+		}
+		sort.Strings(all)
+		f["runtime_classes"] = strings.Join(all, ",")
+		if rc := p.opts.Extra["runtime"]; rc != "" {
+			f["runtime_class"] = rc
 			f["runtime_handler"] = classes[rc]
 		}
 	}
