@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -352,6 +353,20 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 		f["memory"] = strconv.FormatInt(in.Spec.Memory, 10)
 	}
 	return f
+}
+
+// ConfinementFacts adds to f what /proc says of pid's confinement
+// (ProcConfinement: cap_eff, cap_bnd, seccomp, no_new_privs): pid is the
+// instance's init or main process, whose confinement the engine's exec
+// gives the commands it runs (the conformance suite checks that they
+// agree). Nothing is added once the main process has ended.
+func (in *Instance) ConfinementFacts(f map[string]string, pid int) {
+	if pid <= 0 || in.Ended() {
+		return
+	}
+	if c, err := ProcConfinement(pid); err == nil {
+		maps.Copy(f, c)
+	}
 }
 
 // Wait waits for the main process's exit status; an idle instance that

@@ -319,6 +319,14 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	f["container"] = in.ID()
 	f["capabilities"] = "lxc-default" // all but DropCaps
 	f["seccomp_profile"] = "lxc-default"
+	if in.Main != nil && in.running {
+		// the main process, the deepest under lxc-execute (below LXC's
+		// init): lxc-attach gives commands the same capabilities and
+		// seccomp filter
+		if d := local.Descendants(in.Main.Process.Pid); len(d) > 0 {
+			in.ConfinementFacts(f, d[len(d)-1])
+		}
+	}
 	return f
 }
 

@@ -24,7 +24,9 @@
 package runc
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -205,11 +207,20 @@ func (in *Instance) waitState(ctx context.Context) error {
 	var last []byte
 	for i := 0; ; i++ {
 		full := in.p.command("state", in.ID())
-		out, err := exec.CommandContext(ctx, full[0], full[1:]...).CombinedOutput()
+		cmd := exec.CommandContext(ctx, full[0], full[1:]...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		out, err := cmd.Output()
 		if err == nil {
+			var st struct {
+				Pid int `json:"pid"`
+			}
+			if json.Unmarshal(out, &st) == nil {
+				in.initPid = st.Pid
+			}
 			return nil
 		}
-		last = out
+		last = append(out, errb.Bytes()...)
 		select {
 		case <-in.Done:
 			return nil
@@ -223,7 +234,8 @@ func (in *Instance) waitState(ctx context.Context) error {
 // Instance is one OCI container; its id is "isob-r..." or "isob-c...".
 type Instance struct {
 	*local.Instance
-	p *Platform
+	p       *Platform
+	initPid int // the container's init (the main process), from the runtime's state
 }
 
 // Exec runs argv in the container with `<runtime> exec`, stdio passed
@@ -267,6 +279,7 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	f["cgroup"] = "/isobench/" + in.ID()
 	f["capabilities"] = "docker-default"
 	f["seccomp_profile"] = SeccompFact(in.p.seccomp)
+	in.ConfinementFacts(f, in.initPid)
 	return f
 }
 
