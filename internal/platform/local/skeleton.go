@@ -102,6 +102,22 @@ func (h *Host) CheckStorage(s string) error {
 	return fmt.Errorf("%s: storage=%q is %w (use rootfs or volume)", h.name, s, platform.ErrUnsupported)
 }
 
+// CheckTools fails, saying which Debian package to install, when one of
+// bins is not in $PATH or the probe command (when given) does not run.
+func (h *Host) CheckTools(ctx context.Context, pkg string, probe []string, bins ...string) error {
+	for _, b := range bins {
+		if _, err := exec.LookPath(b); err != nil {
+			return fmt.Errorf("%s: %s is not installed: apt-get install -y %s", h.name, b, pkg)
+		}
+	}
+	if len(probe) > 0 {
+		if out, err := exec.CommandContext(ctx, probe[0], probe[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s does not run here (%s: %v: %s): apt-get install -y %s", h.name, strings.Join(probe, " "), err, strings.TrimSpace(string(out)), pkg)
+		}
+	}
+	return nil
+}
+
 // CheckOverlay fails when the kernel has no overlay file system.
 func (h *Host) CheckOverlay() error {
 	b, _ := os.ReadFile("/proc/filesystems")

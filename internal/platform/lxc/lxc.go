@@ -102,13 +102,8 @@ func LXCPath(stateDir string) string { return filepath.Join(stateDir, "lxc") }
 
 // Available checks the lxc tools and that they run.
 func (p *Platform) Available(ctx context.Context) error {
-	for _, b := range []string{"lxc-execute", "lxc-attach", "lxc-stop"} {
-		if _, err := exec.LookPath(b); err != nil {
-			return fmt.Errorf("%s is not installed: apt-get install -y lxc", b)
-		}
-	}
-	if out, err := exec.CommandContext(ctx, "lxc-execute", "--version").CombinedOutput(); err != nil {
-		return fmt.Errorf("lxc does not run here (lxc-execute --version: %v: %s): apt-get install -y lxc", err, strings.TrimSpace(string(out)))
+	if err := p.CheckTools(ctx, "lxc", []string{"lxc-execute", "--version"}, "lxc-execute", "lxc-attach", "lxc-stop"); err != nil {
+		return err
 	}
 	return p.CheckOverlay()
 }

@@ -32,7 +32,6 @@ package nspawn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -76,16 +75,11 @@ func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Pl
 // Available checks that systemd-nspawn, nsenter and unshare exist and that
 // nspawn runs.
 func (p *Platform) Available(ctx context.Context) error {
-	if _, err := exec.LookPath("systemd-nspawn"); err != nil {
-		return errors.New("systemd-nspawn is not installed: apt-get install -y systemd-container")
+	if err := p.CheckTools(ctx, "systemd-container", []string{"systemd-nspawn", "--version"}, "systemd-nspawn"); err != nil {
+		return err
 	}
-	for _, b := range []string{"nsenter", "unshare", "setpriv"} {
-		if _, err := exec.LookPath(b); err != nil {
-			return fmt.Errorf("nspawn: %s is missing: apt-get install -y util-linux", b)
-		}
-	}
-	if out, err := exec.CommandContext(ctx, "systemd-nspawn", "--version").CombinedOutput(); err != nil {
-		return fmt.Errorf("systemd-nspawn does not run here (%v: %s): apt-get install -y systemd-container", err, strings.TrimSpace(string(out)))
+	if err := p.CheckTools(ctx, "util-linux", nil, "nsenter", "unshare", "setpriv"); err != nil {
+		return err
 	}
 	return p.CheckOverlay()
 }
