@@ -3,6 +3,7 @@ package builtin
 import (
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/docker"
+	"github.com/isobench/isobench/internal/platform/dockervm"
 	"github.com/isobench/isobench/internal/platform/gvisor"
 	"github.com/isobench/isobench/internal/platform/jail"
 	"github.com/isobench/isobench/internal/platform/k8s"
@@ -24,6 +25,7 @@ func platformFactories() []platform.Factory {
 		nspawn.Factory,
 		lxc.Factory,
 		qemu.Factory,
+		dockervm.Factory, // Docker in a QEMU VM (Docker-Machine)
 		podman.Factory,
 		gvisor.Factory,
 		lxd.Factory,

@@ -181,9 +181,11 @@ func switchRoot(root, _ string, log io.Writer) error {
 	if err := syscall.Mount(dev, newRoot, fstype, 0, ""); err != nil {
 		return fmt.Errorf("mount root %s (%s): %w", dev, fstype, err)
 	}
+	// the root disk has no agent of its own (it would tie the disk to one
+	// agent build): this one goes onto the VM's copy-on-write root
 	agent := filepath.Join(newRoot, AgentPath)
-	if _, err := os.Stat(agent); err != nil {
-		return fmt.Errorf("root disk %s has no agent: %w", dev, err)
+	if err := copyExecutable(AgentPath, agent); err != nil {
+		return fmt.Errorf("putting the agent on the root disk: %w", err)
 	}
 	for _, d := range []string{"/sys/fs/cgroup", "/run", "/dev/shm", "/dev/pts", "/dev", "/sys", "/proc"} {
 		syscall.Unmount(d, syscall.MNT_DETACH)
@@ -205,6 +207,25 @@ func switchRoot(root, _ string, log io.Writer) error {
 	env := append(os.Environ(), stageEnv+"=2")
 	err := syscall.Exec(AgentPath, append([]string{AgentPath}, serverArgs()...), env)
 	return fmt.Errorf("executing the root disk's init %s: %w", AgentPath, err)
+}
+
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	os.Remove(dst)
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // AgentPath is where the agent is on a root disk (image.AgentPath).

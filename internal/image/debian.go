@@ -403,3 +403,21 @@ func (t *tailBuffer) String() string { return strings.Join(t.lines, " | ") }
 func ForEnv(env platform.Env) Builder {
 	return Builder{AgentBinary: env.AgentBinary, StateDir: env.StateDir, Log: env.Log}
 }
+
+// DebianProfileBaseDigest identifies a Debian-based profile's tree without
+// the agent (see IsDebian).
+func DebianProfileBaseDigest(ctx context.Context, profile string) (string, error) {
+	if !IsDebian(profile) {
+		return "", unknownProfile(profile)
+	}
+	return debianBaseDigest(ctx, profile)
+}
+
+// BuildDebianProfileBaseRootfs writes a Debian-based profile without the
+// agent into dir (what DebianProfileBaseDigest identifies).
+func (b Builder) BuildDebianProfileBaseRootfs(ctx context.Context, profile, dir string) error {
+	if !IsDebian(profile) {
+		return unknownProfile(profile)
+	}
+	return b.buildDebianBaseRootfs(ctx, profile, dir)
+}

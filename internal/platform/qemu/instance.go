@@ -798,3 +798,20 @@ func sweepStale(ctx context.Context) {
 		os.RemoveAll(d)
 	}
 }
+
+// CreateVM boots a VM of s whose guest init also starts service
+// (guest.ServiceDocker: dockerd), for platforms that run an engine in the
+// guest (docker-in-vm). It returns the concrete instance.
+func (p *Platform) CreateVM(ctx context.Context, s platform.Spec, service string) (*Instance, error) {
+	if err := checkSpec(s); err != nil {
+		return nil, err
+	}
+	accel, _, err := p.resolveAccel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p.create(ctx, s, createOpts{accel: accel, guestInit: service})
+}
+
+// Exited is closed when the VM's qemu process has ended.
+func (in *Instance) Exited() <-chan struct{} { return in.exited }

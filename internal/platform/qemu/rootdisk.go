@@ -26,7 +26,9 @@ func usesRootDisk(profile string) bool { return image.IsDebian(profile) }
 
 // rootDiskKey identifies a root disk image's inputs.
 func (p *Platform) rootDiskKey(profile string) (string, error) {
-	d, err := image.ForEnv(p.env).Digest(profile)
+	// without the agent: the initramfs brings it (an agent rebuild does
+	// not remake a gigabyte disk)
+	d, err := image.DebianProfileBaseDigest(context.Background(), profile)
 	if err != nil {
 		return "", err
 	}
@@ -35,7 +37,9 @@ func (p *Platform) rootDiskKey(profile string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// buildRootDisk returns the path of profile's root disk image (raw ext4,
+// buildRootDisk returns the path of profile's root disk image, without the
+// agent (the boot initramfs copies its agent onto the VM's root before
+// switching to it) (raw ext4,
 // made with mkfs.ext4 -d from the profile's tree: no loop mount, no root-
 // only tool), building it into the state dir when missing. Instances
 // attach it with snapshot=on: qemu writes each VM's changes to its own
@@ -64,7 +68,7 @@ func (p *Platform) buildRootDisk(ctx context.Context, profile string) (string, e
 	}
 	defer os.RemoveAll(tmp)
 	root := filepath.Join(tmp, "root")
-	if err := image.ForEnv(p.env).BuildRootfs(ctx, profile, root); err != nil {
+	if err := image.ForEnv(p.env).BuildDebianProfileBaseRootfs(ctx, profile, root); err != nil {
 		return "", fmt.Errorf("qemu: %w", err)
 	}
 	if p.RootfsHook != nil {
