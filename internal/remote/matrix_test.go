@@ -59,14 +59,41 @@ func isobench(t *testing.T, ctx context.Context, bin string, env []string, args 
 
 func samplesByHost(t *testing.T, db string) map[string][]sample.Sample {
 	t.Helper()
-	s, err := store.OpenReadOnly(t.Context(), db)
+	m, err := trySamples(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	all, err := s.Samples(t.Context(), store.Filter{})
+	return m
+}
+
+// countSamples is for polling a store a run is writing: one that is not
+// there yet, or not initialised yet, has none.
+func countSamples(ctx context.Context, db, host string) int {
+	m, err := trySamples(ctx, db)
 	if err != nil {
-		t.Fatal(err)
+		return 0
+	}
+	n := 0
+	for _, s := range m[host] {
+		if s.Instance == sample.AggregateInstance && s.Metric == "events_per_sec" {
+			n++
+		}
+	}
+	return n
+}
+
+func trySamples(ctx context.Context, db string) (map[string][]sample.Sample, error) {
+	if _, err := os.Stat(db); err != nil {
+		return nil, err
+	}
+	s, err := store.OpenReadOnly(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	all, err := s.Samples(ctx, store.Filter{})
+	if err != nil {
+		return nil, err
 	}
 	m := map[string][]sample.Sample{}
 	for _, x := range all {
@@ -76,7 +103,7 @@ func samplesByHost(t *testing.T, db string) map[string][]sample.Sample {
 		}
 		m[host] = append(m[host], x)
 	}
-	return m
+	return m, nil
 }
 
 // TestSSHMatrix runs one matrix across two SSH hosts (one with key=, one
@@ -217,15 +244,7 @@ func TestSSHHostDies(t *testing.T) {
 			t.Fatalf("run ended before host b was killed: %v\n%s\n%s", err, out.String(), errs.String())
 		case <-time.After(200 * time.Millisecond): // the store has no notification to wait on
 		}
-		if _, err := os.Stat(db); err != nil {
-			continue
-		}
-		before = 0
-		for _, s := range samplesByHost(t, db)[b.url()] {
-			if s.Instance == sample.AggregateInstance && s.Metric == "events_per_sec" {
-				before++
-			}
-		}
+		before = countSamples(t.Context(), db, b.url())
 	}
 	b.kill(t)
 	var err error
@@ -349,9 +368,7 @@ func TestSSHInterrupt(t *testing.T) {
 			t.Fatalf("run ended before it was interrupted: %v\n%s", err, errs.String())
 		case <-time.After(200 * time.Millisecond): // the store has no notification to wait on
 		}
-		if _, err := os.Stat(db); err == nil {
-			n = len(samplesByHost(t, db)[a.url()])
-		}
+		n = countSamples(t.Context(), db, a.url())
 	}
 	// interrupt while instances are running there
 	for len(a.isobenchProcs(t)) < 3 { // platformd and two agents
@@ -405,9 +422,7 @@ func TestSSHHostUnreachable(t *testing.T) {
 			t.Fatalf("run ended before host b was cut off: %v\n%s", err, errs.String())
 		case <-time.After(200 * time.Millisecond): // the store has no notification to wait on
 		}
-		if _, err := os.Stat(db); err == nil {
-			n = len(samplesByHost(t, db)[b.url()])
-		}
+		n = countSamples(t.Context(), db, b.url())
 	}
 	// drop everything on b's interface, in b's own namespace (its own
 	// firewall: nothing changes on this machine)
