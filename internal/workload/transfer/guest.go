@@ -57,7 +57,7 @@ var Server = workload.Def{
 		{Name: "authkey", Kind: workload.String, Default: "", Help: "scp: hex of the client's authorized public key line"},
 		{Name: "hostkey", Kind: workload.String, Default: "", Help: "scp: hex of the server's private host key"},
 		{Name: "secret", Kind: workload.String, Default: "", Help: "smb: the password"},
-		{Name: "messages", Kind: workload.Int, Default: "1", Min: 1, Max: 1_000_000, Help: "smtp: messages each client sends"},
+		{Name: "messages", Kind: workload.Int, Default: "1", Min: 0, Max: 1_000_000, Help: "smtp: messages each client sends"},
 		{Name: "msgsize", Kind: workload.Size, Default: "1k", Min: 1, Max: 1 << 30, Help: "smtp: body bytes of each message"},
 		{Name: "verify", Kind: workload.Bool, Default: "true", Help: "verify what the clients sent (false for busy neighbours)"},
 		{Name: "inject", Kind: workload.Enum, Enum: []string{InjectNone, InjectTruncate, InjectServer}, Default: InjectNone, Help: "testing: damage one file"},
@@ -163,7 +163,11 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	}
 	ms := []sample.Metric{{Name: "ready_ms", Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}}
 	if g.proto == SMTP {
-		return ms, g.checkMail(ctx, pr)
+		n, err := g.checkMail(ctx, pr)
+		if err != nil {
+			return nil, err
+		}
+		return append(ms, sample.Metric{Name: "delivered", Value: float64(n), Unit: "count", Better: sample.Higher, Agg: sample.Sum}), nil
 	}
 	pr.stop()
 	if !upload || !p.Bool("verify") {
@@ -185,31 +189,59 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 
 // checkMail waits until Postfix has delivered every message the clients
 // sent, stops it and verifies the Maildir.
-func (g guest) checkMail(ctx context.Context, pr *proc) error {
+//
+// messages=0 (postal, which sends until stopped and whose bodies are
+// random): it waits until Postfix's queue is empty and returns how many
+// messages were delivered, for the host to compare with what postal
+// says it sent.
+func (g guest) checkMail(ctx context.Context, pr *proc) (int, error) {
 	defer pr.stop()
 	if !g.p.Bool("verify") {
-		return nil
+		return 0, nil
 	}
 	clients, messages, size := g.p.Int("clients"), g.p.Int("messages"), g.p.Size("msgsize")
 	box := filepath.Join(g.dir, "mail", "inbox")
+	if messages == 0 {
+		if err := waitQueueEmpty(ctx, pr, filepath.Join(g.dir, "queue"), 10*time.Minute); err != nil {
+			return 0, fmt.Errorf("transfer smtp: %w; %s", err, g.logTail())
+		}
+		// what Postfix accepted (its cleanup log lines) must all be in
+		// the Maildir; the log is written by postlogd, a moment late
+		accepted := acceptedCount(g.log())
+		for end := time.Now().Add(10 * time.Second); accepted != maildirCount(box) && time.Now().Before(end); {
+			time.Sleep(100 * time.Millisecond)
+			accepted = acceptedCount(g.log())
+		}
+		pr.stop()
+		if g.p.Str("inject") == InjectTruncate {
+			es, _ := os.ReadDir(filepath.Join(box, "new"))
+			if len(es) > 0 {
+				os.Remove(filepath.Join(box, "new", es[0].Name())) // one message lost
+			}
+		}
+		if n := maildirCount(box); n != accepted {
+			return 0, fmt.Errorf("transfer smtp: Postfix accepted %d messages and %d are in the Maildir", accepted, n)
+		}
+		return accepted, nil
+	}
 	wait := 2*time.Minute + time.Duration(int64(clients*messages)*size/(5<<20))*time.Second
 	if err := waitDelivered(ctx, pr, box, clients*messages, wait); err != nil {
-		return fmt.Errorf("transfer smtp: %w; %s", err, g.logTail())
+		return 0, fmt.Errorf("transfer smtp: %w; %s", err, g.logTail())
 	}
 	pr.stop()
 	if g.p.Str("inject") == InjectTruncate {
 		es, _ := os.ReadDir(filepath.Join(box, "new"))
 		if len(es) == 0 {
-			return errors.New("inject: no message in the Maildir's new/")
+			return 0, errors.New("inject: no message in the Maildir's new/")
 		}
 		if err := damage(filepath.Join(box, "new", es[0].Name())); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if err := verifyMaildir(box, clients, messages, size); err != nil {
-		return fmt.Errorf("transfer smtp: %w", err)
+		return 0, fmt.Errorf("transfer smtp: %w", err)
 	}
-	return nil
+	return maildirCount(box), nil
 }
 
 // damage truncates a file by one byte, or empties it.

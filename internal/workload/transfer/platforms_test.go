@@ -345,3 +345,50 @@ func noContainers(t *testing.T, cli string) {
 		t.Errorf("%s containers left behind: %s", cli, s)
 	}
 }
+
+// postal, the study's SMTP load generator, against Postfix in native:
+// it runs for more than two minutes (one complete minute), and what it
+// says it sent must all be delivered; a lost message fails.
+func TestNativePostal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs postal for over two minutes")
+	}
+	needHost(t, "postal")
+	if _, err := os.Stat("/usr/sbin/postfix"); err != nil {
+		t.Skip("postfix is not installed on the host")
+	}
+	p := newPlatform(t, "native")
+	var wg sync.WaitGroup
+	var res []workload.InstanceResult
+	var err, lostErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		res, err = runOne(t, transfer.SMTPDef, map[string]string{"client": "postal", "duration": "2m10s", "size": "4k", "threads": "2"}, env(p, platform.Spec{}, 1))
+	}()
+	go func() {
+		defer wg.Done()
+		_, lostErr = runOne(t, transfer.SMTPDef, map[string]string{"client": "postal", "duration": "2m10s", "size": "4k", "threads": "2", "inject": "truncate"}, env(p, platform.Spec{}, 1))
+	}()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lostErr == nil || !strings.Contains(lostErr.Error(), "are in the Maildir") {
+		t.Errorf("a lost message was not reported as a failure: %v", lostErr)
+	}
+	t.Log(lostErr)
+	if len(res) != 1 {
+		t.Fatalf("%d results", len(res))
+	}
+	got := map[string]float64{}
+	for _, m := range res[0].Metrics {
+		got[m.Name] = m.Value
+	}
+	if got["messages_per_min"] <= 0 || got["messages_reported"] <= 0 || got["delivered"] < got["messages_reported"] || res[0].Tags["tool"] != "postal" {
+		t.Errorf("postal result: %v %v", res[0].Tags, res[0].Metrics)
+	}
+	t.Logf("%v: %v", res[0].Tags, res[0].Metrics)
+	p.check(t)
+	leftovers(t)
+}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/postal"
 	"github.com/isobench/isobench/internal/workload"
 )
 
@@ -37,6 +39,8 @@ var SMTPDef = workload.Def{
 	Name: SMTP,
 	Help: "Postfix in the instance accepting mail for " + Domain + " (study 004, figure 11: postal, 500 messages of 25 MB from 10 threads): isobench's own SMTP client sends MESSAGES of SIZE from THREADS connections per client; messages/min and MB/s, and every message must arrive in the Maildir intact; needs --image debian (native: the host's postfix)",
 	Params: []workload.Param{
+		{Name: "client", Kind: workload.Enum, Enum: []string{"go", "postal"}, Default: "go", Help: "go: isobench's SMTP client sends exactly MESSAGES and every one is checked; postal: the study's postal runs for DURATION (messages/min over its complete minutes; the count delivered must equal the count postal sent)"},
+		{Name: "duration", Kind: workload.Duration, Default: "2m30s", Min: 130, Max: 86400, Help: "client=postal: how long postal runs (it needs more than 2 minutes for one complete minute)"},
 		{Name: "messages", Kind: workload.Int, Default: "500", Min: 1, Max: 1_000_000, Help: "messages each client sends"},
 		{Name: "size", Kind: workload.Size, Default: "25m", Min: 1, Max: 1 << 30, Help: "body bytes of each message"},
 		{Name: "threads", Kind: workload.Int, Default: "10", Min: 1, Max: 1000, Help: "SMTP connections per client sending at once"},
@@ -46,7 +50,10 @@ var SMTPDef = workload.Def{
 		{Name: "inject", Kind: workload.Enum, Enum: []string{InjectNone, InjectTruncate}, Default: InjectNone, Help: "testing: truncate one delivered message before verification; the run must fail"},
 	},
 	Check: func(p workload.Params) error {
-		if p.Int("threads") > p.Int("messages") {
+		if p.Str("client") == "postal" && p.Str("inject") != InjectNone && p.Str("inject") != InjectTruncate {
+			return errors.New("client=postal takes inject=truncate only")
+		}
+		if p.Str("client") == "go" && p.Int("threads") > p.Int("messages") {
 			return fmt.Errorf("threads (%d) > messages (%d)", p.Int("threads"), p.Int("messages"))
 		}
 		return nil
@@ -56,6 +63,9 @@ var SMTPDef = workload.Def{
 	},
 	Timeout: func(p workload.Params) time.Duration {
 		b := p.Size("size") * int64(p.Int("messages")) * int64(p.Int("clients"))
+		if p.Str("client") == "postal" {
+			return 15*time.Minute + p.Duration("duration")
+		}
 		return 10*time.Minute + time.Duration(b/(2<<20))*time.Second + time.Duration(p.Int("messages")/10)*time.Second
 	},
 }
@@ -134,6 +144,112 @@ func sendOne(c *smtp.Client, client, k int, body []byte) error {
 		return err
 	}
 	return w.Close()
+}
+
+// waitQueueEmpty waits until Postfix's queue holds no message (twice in a
+// row, 200 ms apart); deferred mail is a failure.
+func waitQueueEmpty(ctx context.Context, pr *proc, queue string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	empty := 0
+	for {
+		n := 0
+		for _, d := range []string{"maildrop", "incoming", "active", "deferred", "hold"} {
+			filepath.WalkDir(filepath.Join(queue, d), func(_ string, e os.DirEntry, err error) error {
+				if err == nil && !e.IsDir() {
+					n++
+				}
+				return nil
+			})
+		}
+		if n == 0 {
+			if empty++; empty >= 2 {
+				return nil
+			}
+		} else {
+			empty = 0
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d messages still queued after %v", n, timeout)
+		}
+		select {
+		case <-pr.done:
+			return fmt.Errorf("postfix died with %d messages queued (%v)", n, pr.err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// runPostal runs postal (the study's SMTP load generator) against addr
+// for d with threads connections and bodies of size, stops it with
+// postal.StopSignal and returns its per-minute rates and the messages it
+// sent in all.
+func runPostal(ctx context.Context, tmp, addr string, threads int, size int64, d time.Duration) ([]sample.Metric, int64, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, 0, err
+	}
+	pn, _ := strconv.Atoi(port)
+	users := filepath.Join(tmp, "postal-users")
+	var b strings.Builder
+	for i := 1; i <= 10; i++ {
+		fmt.Fprintf(&b, "user%d@%s\n", i, Domain) // all delivered to the one Maildir
+	}
+	if err := os.WriteFile(users, []byte(b.String()), 0o644); err != nil {
+		return nil, 0, fmt.Errorf("transfer: %w", err)
+	}
+	kb := int(max(1, size>>10))
+	args, err := postal.Options{Server: host, Port: pn, UserList: users, SenderList: users, Threads: threads, MaxMessageKB: kb, MinMessageKB: kb}.Args()
+	if err != nil {
+		return nil, 0, err
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, postal.Binary, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return nil, 0, fmt.Errorf("postal: %w (apt-get install %s)", err, postal.Package)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return nil, 0, fmt.Errorf("postal exited by itself (%v): %s", err, lastLines(out.String(), 4))
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		<-done
+		return nil, 0, ctx.Err()
+	case <-time.After(d):
+	}
+	cmd.Process.Signal(postal.StopSignal)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+	res, err := postal.Parse(strings.NewReader(out.String()))
+	if err != nil {
+		return nil, 0, err
+	}
+	msgs, _, errs, _ := res.Totals()
+	if errs > 0 {
+		return nil, 0, fmt.Errorf("postal: %d errors: %s", errs, lastLines(out.String(), 4))
+	}
+	return res.Metrics(), msgs, nil
+}
+
+// acceptedCount counts the messages Postfix accepted: cleanup's
+// message-id lines in its log.
+func acceptedCount(log string) int {
+	b, _ := os.ReadFile(log)
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "postfix/cleanup[") && strings.Contains(l, "message-id=") {
+			n++
+		}
+	}
+	return n
 }
 
 // maildirCount counts the delivered messages.

@@ -1,19 +1,64 @@
-// Package transfer moves study 002's and 004's data sets over real
-// protocols between the host (standing for the studies' client machines)
-// and servers inside instances: scp (OpenSSH), wget (Apache), smb
-// (Samba, smbclient) and ftp (vsftpd, lftp), downloading or uploading, and
-// verifies every byte at the receiving end: a transfer that loses or
-// corrupts data is a failure, never a number.
+// Package transfer moves study 002's and 004's data over real protocols
+// between the host (standing for the studies' client machines) and servers
+// inside instances, and verifies every byte at the receiving end: a
+// transfer that loses or corrupts data is a failure, never a number.
+//
+// Protocols (workloads), each with direction=download|upload where the
+// protocol has both:
+//
+//   - scp: OpenSSH's sshd in the instance with a host key and an
+//     authorized client key made for the run (the host pins the host key),
+//     scp (SFTP protocol) from the host; transfer_time (s) and throughput
+//     (MB/s).
+//   - wget: Apache in the instance, wget from the host with the list of
+//     the data set's URLs (one connection, keep-alive); download only
+//     (HTTP uploads need WebDAV); the tree's empty folders are made before
+//     the clock starts since HTTP moves files only.
+//   - smb: Samba's smbd in the instance (a share, the password made for the
+//     run), smbclient mget/mput with recurse from the host.
+//   - ftp: vsftpd in the instance (anonymous, uploads allowed, passive
+//     ports published), lftp mirror from the host (one file at a time);
+//     also file_latency_mean, the mean time per file. Study 004 drove FTP
+//     with JMeter: JMeter samples each request on its own (a login and
+//     one RETR/STOR per sampler, many threads, per-sample latency
+//     percentiles), while lftp mirrors a tree over one control
+//     connection, so per-file latency here is the mean, with no
+//     distribution, and there is no think time or ramp-up.
+//   - smtp: Postfix in the instance accepting mail for isobench.test into
+//     one Maildir. client=go (default): isobench's own SMTP client sends
+//     exactly MESSAGES bodies of SIZE over THREADS connections per client
+//     (many messages per connection) and the instance checks each one
+//     arrived once with its body intact; messages_per_min is the count
+//     over the time until the last message was accepted. client=postal:
+//     the study's postal runs for DURATION and is stopped with
+//     postal.StopSignal; messages/min is postal's mean over its complete
+//     minutes (so runs last more than 2 minutes), bodies are postal's
+//     random ones and only counts are checked: every message Postfix
+//     accepted must be in the Maildir, and at least as many as postal
+//     reports sent (postal prints no line for its last, partial minute).
+//
+// Data sets (internal/dataset): file=SIZE (study 002: 450m, the default)
+// or tree=NODES/SIZE (study 002: 2500/75m, files and folders together,
+// text and binary files of log-uniform sizes), seeded (seed=) and
+// generated for each repetition on the sending side, untimed: in the
+// instance by the agent for downloads, in a host temporary directory for
+// uploads. The receiving side checks names, sizes and SHA-256 of every
+// file against the data set's manifest and refuses extra files.
 //
 // Layouts (study 002, tables 4-10), options of every workload:
 // exclusive (one client, one instance), neighbours=N (N more instances of
-// the platform beside the measured one, idle, or with neighbours-busy=true
-// serving the same data to a client of their own all the time),
-// clients=N (N concurrent clients against one instance) and, through
-// --instances, instances x clients (one set of clients per instance).
-// Every sample carries layout=exclusive|neighbours-idle|neighbours-busy|
-// clients|pairs and the counts, so reports can draw time per protocol x
-// layout x platform.
+// the platform beside the measured one: idle, or with neighbours-busy=true
+// running the same server with a client of their own moving the same data
+// again and again while the measured clients run), clients=N (N
+// concurrent clients against one instance) and, through --instances,
+// instances x clients (one set of clients per instance). Every sample
+// carries layout=exclusive|neighbours-idle|neighbours-busy|clients|pairs,
+// the counts, protocol, direction, data, server and client, so reports
+// can draw time per protocol x layout x platform.
+//
+// inject=truncate|server is for tests: one received file is truncated
+// before verification, or one byte of the server's copy is changed; the
+// repetition must fail.
 package transfer
 
 import (
@@ -229,6 +274,9 @@ func (r *run) secrets(ctx context.Context) error {
 	if r.proto == SMTP {
 		r.gp["direction"], r.gp["seed"] = Upload, "1"
 		r.gp["messages"], r.gp["msgsize"] = r.p.Str("messages"), r.p.Str("size")
+		if r.p.Str("client") == "postal" {
+			r.gp["messages"] = "0" // unknown in advance: the server counts
+		}
 	}
 	switch r.proto {
 	case SCP:
@@ -443,6 +491,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		dur time.Duration
 		err error
 		dir string
+		cr  clientResult
 	}
 	outs := make([]out, n*c)
 	gate := make(chan struct{})
@@ -452,7 +501,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 			k := i*c + j
 			dir := filepath.Join(r.tmp, fmt.Sprintf("recv%d-%d", i, j))
 			outs[k].dir = dir
-			prep, err := r.prepareClient(servers[i], j, dir)
+			prep, err := r.prepareClient(servers[i], j, dir, &outs[k].cr)
 			if err != nil {
 				stopBusy()
 				return nil, err
@@ -511,6 +560,25 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 			ready[i] = ms
 		}
 	}
+	if mail && r.p.Str("client") == "postal" && len(errs) == 0 {
+		// postal's bodies are random: the count is what can be checked
+		for i := 0; i < n; i++ {
+			var sent int64
+			for j := 0; j < c; j++ {
+				sent += outs[i*c+j].cr.sent
+			}
+			delivered := -1.0
+			for _, m := range ready[i] {
+				if m.Name == "delivered" {
+					delivered = m.Value
+				}
+			}
+			// postal does not report its last, partial minute
+			if delivered < float64(sent) {
+				errs = append(errs, fmt.Errorf("instance %d: postal reported %d messages sent, %v were delivered", i, sent, delivered))
+			}
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("transfer %s: %w", r.proto, err)
 	}
@@ -524,10 +592,17 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	data := r.ds.String()
 	if mail {
 		data = "mail/" + r.p.Str("messages") + "/" + strconv.FormatInt(r.p.Size("size"), 10)
+		if r.p.Str("client") == "postal" {
+			data = "postal/" + r.p.Str("duration") + "/" + strconv.FormatInt(r.p.Size("size"), 10)
+		}
 	}
 	res := make([]workload.InstanceResult, 0, n*c)
 	for k, o := range outs {
 		ms := r.metrics(o.dur, files)
+		if o.cr.ms != nil {
+			// postal's count leaves out its last, partial minute
+			ms = append(o.cr.ms, sample.Metric{Name: "messages_reported", Value: float64(o.cr.sent), Unit: "count", Better: sample.Higher, Agg: sample.Sum})
+		}
 		if k%c == 0 {
 			ms = append(ms, ready[k/c]...)
 		}
@@ -540,6 +615,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		}
 		if mail {
 			tags["direction"] = Upload
+			tags["tool"] = r.p.Str("client")
 		}
 		if nb > 0 {
 			tags["neighbours_busy"] = strconv.FormatBool(busy)
@@ -573,9 +649,15 @@ func (r *run) metrics(d time.Duration, files float64) []sample.Metric {
 	return ms
 }
 
+// clientResult is what a client measured itself (postal's report).
+type clientResult struct {
+	ms   []sample.Metric
+	sent int64
+}
+
 // client runs one transfer against s (busy neighbours), ignoring errors.
 func (r *run) client(ctx context.Context, s *server, j int, src, dir string) {
-	f, err := r.prepareClient(s, j, dir)
+	f, err := r.prepareClient(s, j, dir, nil)
 	if err == nil {
 		f(ctx)
 	}
@@ -584,7 +666,7 @@ func (r *run) client(ctx context.Context, s *server, j int, src, dir string) {
 // prepareClient does the untimed part of a client's transfer and returns
 // the timed part: the client program moving the data set (dir/data on the
 // host for downloads; client j's folder on the server for uploads).
-func (r *run) prepareClient(s *server, j int, dir string) (func(context.Context) error, error) {
+func (r *run) prepareClient(s *server, j int, dir string, cr *clientResult) (func(context.Context) error, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("transfer: %w", err)
 	}
@@ -596,6 +678,15 @@ func (r *run) prepareClient(s *server, j int, dir string) (func(context.Context)
 	switch r.proto {
 	case SMTP:
 		addr := net.JoinHostPort(s.host, port)
+		if r.p.Str("client") == "postal" {
+			return func(ctx context.Context) error {
+				ms, sent, err := runPostal(ctx, dir, addr, r.p.Int("threads"), r.p.Size("size"), r.p.Duration("duration"))
+				if cr != nil {
+					cr.ms, cr.sent = ms, sent
+				}
+				return err
+			}, nil
+		}
 		return func(ctx context.Context) error {
 			return sendMail(ctx, addr, j, r.p.Int("messages"), r.p.Int("threads"), r.p.Size("size"))
 		}, nil
