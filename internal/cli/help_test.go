@@ -83,10 +83,14 @@ func TestHelpShowsRealDefaults(t *testing.T) {
 	if strings.Contains(run, "-1") {
 		t.Errorf("run -h shows a sentinel -1:\n%s", run)
 	}
-	for _, cmd := range []string{"compare", "workloads", "version"} {
+	for _, cmd := range []string{"workloads", "version"} {
 		if h := helpOf(t, cmd, "-h"); strings.Contains(h, "Flags:") {
 			t.Errorf("%s has no flags but its help has a Flags section:\n%s", cmd, h)
 		}
+	}
+	// compare has one flag now (the CI gate): its section lists exactly it
+	if h := helpOf(t, "compare", "-h"); !strings.Contains(h, "Flags:\n  --fail-if-slower PCT\n") || strings.Count(h, "\n  --") != 1 {
+		t.Errorf("compare -h:\n%s", h)
 	}
 	if h := helpOf(t, "report", "-h"); !strings.Contains(h, "  --format table|markdown|csv|json|html\n") || !strings.Contains(h, "  -o FILE\n") || strings.Contains(h, "FILE: ") {
 		t.Errorf("report -h:\n%s", h)

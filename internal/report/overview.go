@@ -44,7 +44,7 @@ func headlineGroups(cells []Cell) []cellGroup {
 		if !ok {
 			i = len(out)
 			index[name] = i
-			out = append(out, cellGroup{Title: fmt.Sprintf("%s (%s, %s is better)", name, c.Unit, c.Better), Name: name})
+			out = append(out, cellGroup{Title: fmt.Sprintf("%s %s (%s, %s is better)", name, c.Metric, c.Unit, c.Better), Name: name})
 		}
 		out[i].Cells = append(out[i].Cells, c)
 	}
