@@ -146,10 +146,10 @@ func def(name, help string, directions ...string) workload.Def {
 
 // The workloads.
 var (
-	SCPDef  = def(SCP, "scp (SFTP protocol) of a file or a tree to or from OpenSSH in the instance (study 002, tables 4-7): transfer time and MB/s, every byte verified; needs --image debian (native: the host's sshd)", Download, Upload)
-	WgetDef = def(Wget, "wget of a file or a tree from Apache in the instance (study 002, tables 8-10): transfer time and MB/s, every byte verified; download only; needs --image debian (native: the host's apache2)", Download)
-	SMBDef  = def(SMB, "smbclient get/put of a file or a tree from/to Samba in the instance (study 002, tables 8-10, NetBIOS): transfer time and MB/s, every byte verified; needs --image debian (native: the host's samba)", Download, Upload)
-	FTPDef  = def(FTP, "lftp mirror of a file or a tree from/to vsftpd in the instance (study 004, figures 8-10; the study used JMeter): transfer time, MB/s and mean time per file, every byte verified; needs --image debian (native: the host's vsftpd)", Download, Upload)
+	SCPDef  = def(SCP, "scp (SFTP protocol) of a file or a tree to or from OpenSSH in the instance (study 002, tables 4-7): transfer time and MB/s, every byte verified; runs in the debian image (native: the host's sshd)", Download, Upload)
+	WgetDef = def(Wget, "wget of a file or a tree from Apache in the instance (study 002, tables 8-10): transfer time and MB/s, every byte verified; download only; runs in the debian image (native: the host's apache2)", Download)
+	SMBDef  = def(SMB, "smbclient get/put of a file or a tree from/to Samba in the instance (study 002, tables 8-10, NetBIOS): transfer time and MB/s, every byte verified; runs in the debian image (native: the host's samba)", Download, Upload)
+	FTPDef  = def(FTP, "lftp mirror of a file or a tree from/to vsftpd in the instance (study 004, figures 8-10; the study used JMeter): transfer time, MB/s and mean time per file, every byte verified; runs in the debian image (native: the host's vsftpd)", Download, Upload)
 )
 
 func dataSpec(p workload.Params) (dataset.Spec, error) {
