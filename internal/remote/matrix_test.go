@@ -112,7 +112,7 @@ func trySamples(ctx context.Context, db string) (map[string][]sample.Sample, err
 func TestSSHMatrix(t *testing.T) {
 	tb := newTestbed(t, 2)
 	a, b := tb.hosts[0], tb.hosts[1]
-	bin := conformance.BuildAgent(t)
+	bin := testAgent(t)
 	sock := startAgent(t, tb.key)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
@@ -220,7 +220,7 @@ func keys[V any](m map[string]V) []string {
 func TestSSHHostDies(t *testing.T) {
 	tb := newTestbed(t, 2)
 	a, b := tb.hosts[0], tb.hosts[1]
-	bin := conformance.BuildAgent(t)
+	bin := testAgent(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "d.db")
 	ctx := withCtx(t, 5*time.Minute)
@@ -298,7 +298,7 @@ func TestSSHDocker(t *testing.T) {
 	}
 	tb := newTestbed(t, 1)
 	a := tb.hosts[0]
-	bin := conformance.BuildAgent(t)
+	bin := testAgent(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "docker.db")
 	ctx := withCtx(t, 10*time.Minute)
@@ -348,7 +348,7 @@ func TestSSHDocker(t *testing.T) {
 func TestSSHInterrupt(t *testing.T) {
 	tb := newTestbed(t, 1)
 	a := tb.hosts[0]
-	bin := conformance.BuildAgent(t)
+	bin := testAgent(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "i.db")
 	ctx := withCtx(t, 5*time.Minute)
@@ -401,7 +401,7 @@ func TestSSHInterrupt(t *testing.T) {
 func TestSSHHostUnreachable(t *testing.T) {
 	tb := newTestbed(t, 2)
 	a, b := tb.hosts[0], tb.hosts[1]
-	bin := conformance.BuildAgent(t)
+	bin := testAgent(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "u.db")
 	ctx := withCtx(t, 5*time.Minute)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/isobench/isobench/internal/platform"
@@ -30,7 +31,7 @@ func nativeLeftovers(dir string) func(context.Context) ([]string, error) {
 // protocol, both ends in this process over an in-memory pipe (no SSH):
 // every Platform and Instance method crosses the wire.
 func TestProtocolConformance(t *testing.T) {
-	agent := conformance.BuildAgent(t)
+	agent := testAgent(t)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	var p platform.Platform
@@ -143,4 +144,36 @@ func TestUnameTarget(t *testing.T) {
 	if err != nil || got != "linux/amd64" && got != "linux/arm64" {
 		t.Errorf("binaryTarget(test binary) = %q, %v", got, err)
 	}
+}
+
+var (
+	agentOnce sync.Once
+	agentPath string
+	agentErr  error
+	agentDir  string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	agentDir, err = os.MkdirTemp("", "isobench-remote-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(agentDir)
+	os.Exit(code)
+}
+
+// testAgent builds cmd/isobench once for the package's tests (each test
+// copies it to its hosts, where it is cached by digest).
+func testAgent(t *testing.T) string {
+	t.Helper()
+	agentOnce.Do(func() {
+		agentPath, agentErr = conformance.BuildAgentTo(context.Background(), agentDir, testLog{t})
+	})
+	if agentErr != nil {
+		t.Fatalf("building the agent binary: %v", agentErr)
+	}
+	return agentPath
 }

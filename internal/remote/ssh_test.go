@@ -45,7 +45,7 @@ func base(p platform.Platform) *Platform {
 func TestSSHConformance(t *testing.T) {
 	tb := newTestbed(t, 1)
 	h := tb.hosts[0]
-	agent := conformance.BuildAgent(t)
+	agent := testAgent(t)
 	reg := Wrap(platform.NewRegistry(native.Factory))
 	f, o, err := reg.Parse(tb.spec("native", h, "key="+tb.key))
 	if err != nil {
@@ -128,7 +128,7 @@ func TestSSHConformance(t *testing.T) {
 func TestSSHHostKeys(t *testing.T) {
 	tb := newTestbed(t, 1)
 	h := tb.hosts[0]
-	agent := conformance.BuildAgent(t)
+	agent := testAgent(t)
 	reg := Wrap(platform.NewRegistry(native.Factory))
 	env := platform.Env{AgentBinary: agent, StateDir: t.TempDir()}
 	open := func(known string) error {
