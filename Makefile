@@ -7,7 +7,7 @@ LDFLAGS := -s -w -X github.com/isobench/isobench/internal/hostinfo.Version=$(VER
 export CGO_ENABLED := 0
 
 # Platforms whose conformance suite must run (fail instead of skip) in `make test`.
-REQUIRED_PLATFORMS ?= native,docker,runc,crun,nspawn,lxc,qemu,podman,gvisor,lxd
+REQUIRED_PLATFORMS ?= native,docker,runc,crun,nspawn,lxc,qemu,podman,gvisor,lxd,remote
 
 .PHONY: build cross fuzz demo test unit vet deps-demo deps-test clean
 
