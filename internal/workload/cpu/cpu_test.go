@@ -93,3 +93,18 @@ func TestFixedWorkReportsTotalTime(t *testing.T) {
 		t.Error("events=-1 accepted")
 	}
 }
+
+func TestEventMatchesGoLoop(t *testing.T) {
+	// Event (assembly on amd64) and eventGo must agree everywhere,
+	// including the small limits where the peeled paths decide.
+	for m := uint64(0); m < 600; m++ {
+		if a, b := Event(m), eventGo(m); a != b {
+			t.Fatalf("max-prime %d: Event %d, eventGo %d", m, a, b)
+		}
+	}
+	for _, m := range []uint64{7919, 10000, 65537, 100000} {
+		if a, b := Event(m), naive(m); a != b {
+			t.Errorf("max-prime %d: Event %d, sysbench's loop %d", m, a, b)
+		}
+	}
+}
