@@ -18,6 +18,7 @@ import (
 	"github.com/isobench/isobench/internal/workload/netbench"
 	"github.com/isobench/isobench/internal/workload/service"
 	"github.com/isobench/isobench/internal/workload/soplex"
+	"github.com/isobench/isobench/internal/workload/spark"
 	"github.com/isobench/isobench/internal/workload/startup"
 	"github.com/isobench/isobench/internal/workload/stream"
 	"github.com/isobench/isobench/internal/workload/tooladapt"
@@ -40,6 +41,7 @@ func Workloads() workload.Registry {
 		startup.Def,
 		astar.Def,  // open substitute for SPEC CPU 473.astar (study 003)
 		soplex.Def, // open substitute for SPEC CPU 450.soplex (study 003)
+		spark.Def,  // HiBench on Spark (study 003)
 	}
 	defs = append(defs, tooladapt.Defs()...)
 	defs = append(defs, netbench.Defs()...)  // incl. the hidden _net-server, _net-client halves
