@@ -8,6 +8,8 @@
 // sockperf with their shared libraries (see tools.go).
 // Profile "debian": a Debian tree of the host's release with real servers
 // (nginx, apache2, redis, MariaDB...) and the agent (see debian.go).
+// Profile "spark": a small Debian tree with Java, Python and the host's
+// pyspark for the spark workload (see spark.go).
 package image
 
 import (
@@ -34,7 +36,7 @@ const (
 )
 
 func unknownProfile(p string) error {
-	return fmt.Errorf("unknown image profile %q (known: %s, %s, %s, %s)", p, Minimal, Tools, Debian, DebianDocker)
+	return fmt.Errorf("unknown image profile %q (known: %s, %s, %s, %s, %s)", p, Minimal, Tools, Debian, DebianDocker, Spark)
 }
 
 // AgentPath is where the isobench binary lives inside every image.
@@ -61,6 +63,8 @@ func (b Builder) Digest(profile string) (string, error) {
 		return b.DebianDigest(context.Background())
 	case DebianDocker:
 		return b.debianDigest(context.Background(), profile)
+	case Spark:
+		return b.SparkDigest(context.Background())
 	case Minimal:
 	default:
 		return "", unknownProfile(profile)
@@ -142,6 +146,8 @@ func (b Builder) BuildRootfs(ctx context.Context, profile, dir string) error {
 		return b.BuildDebianRootfs(ctx, dir)
 	case DebianDocker:
 		return b.buildDebianRootfs(ctx, profile, dir)
+	case Spark:
+		return b.BuildSparkRootfs(ctx, dir)
 	case Minimal:
 	default:
 		return unknownProfile(profile)

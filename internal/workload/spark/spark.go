@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/workload"
 )
@@ -46,7 +47,7 @@ const HomeEnv = "SPARK_HOME"
 
 // ImagePySpark is where the spark image profile installs pyspark (the
 // directory holding the pyspark and py4j packages).
-const ImagePySpark = "/opt/isobench/pyspark"
+const ImagePySpark = image.SparkPySparkDir
 
 // Def is the spark workload.
 var Def = workload.Def{

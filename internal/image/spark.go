@@ -1,0 +1,256 @@
+package image
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/isobench/isobench/internal/platform"
+)
+
+// Spark is the profile name of a small Debian tree (the host's release,
+// built with mmdebstrap like the debian profile) holding a Java runtime
+// and Python 3 (SparkPackages), the host's pyspark package (Spark's jars
+// and its Python side) under SparkPySparkDir, and the agent: what the
+// spark workload needs in instances. Instances need no network: pyspark
+// is copied from the host's installation ('pip install pyspark'), not
+// fetched. The tree without the agent is cached by content digest
+// (release, apt sources and indexes, package versions, the pyspark and
+// py4j versions) in the state directory.
+const Spark = "spark"
+
+// SparkPackages are what the spark profile installs from Debian: Spark 3.5
+// runs on Java 17, pyspark on Python 3, and MLlib (K-means) needs NumPy.
+var SparkPackages = []string{"openjdk-17-jre-headless", "python3", "python3-numpy", "procps"}
+
+// SparkPySparkDir is where the spark profile puts the pyspark and py4j
+// packages (the spark workload's ImagePySpark).
+const SparkPySparkDir = "/opt/isobench/pyspark"
+
+// sparkJava matches the Java runtime in the tree.
+const sparkJava = "usr/lib/jvm/java-17-openjdk-*/bin/java"
+
+// PySpark is the host's pyspark installation the spark profile copies.
+type PySpark struct {
+	Version     string // pyspark.__version__
+	Py4JVersion string
+	Dir         string // the pyspark package directory
+	Py4JDir     string // the py4j package directory
+}
+
+// HostPySpark finds the pyspark and py4j packages of the python3 on PATH.
+func HostPySpark(ctx context.Context) (PySpark, error) {
+	out, err := exec.CommandContext(ctx, "python3", "-c",
+		"import os, pyspark, py4j, py4j.version; print(pyspark.__version__); print(py4j.version.__version__); print(os.path.dirname(pyspark.__file__)); print(os.path.dirname(py4j.__file__))").Output()
+	if err != nil {
+		return PySpark{}, fmt.Errorf("spark image: the host's python3 has no pyspark (%w): install it with 'pip install pyspark==3.5.7'", err)
+	}
+	f := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(f) != 4 {
+		return PySpark{}, fmt.Errorf("spark image: unexpected answer from python3 about pyspark: %q", out)
+	}
+	ps := PySpark{Version: f[0], Py4JVersion: f[1], Dir: f[2], Py4JDir: f[3]}
+	if _, err := os.Stat(filepath.Join(ps.Dir, "bin", "spark-submit")); err != nil {
+		return PySpark{}, fmt.Errorf("spark image: pyspark %s in %s has no bin/spark-submit: %w", ps.Version, ps.Dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(ps.Dir, "jars")); err != nil {
+		return PySpark{}, fmt.Errorf("spark image: pyspark %s in %s carries no Spark jars: %w", ps.Version, ps.Dir, err)
+	}
+	return ps, nil
+}
+
+// SparkBaseDigest identifies the spark profile without the agent.
+func SparkBaseDigest(ctx context.Context) (string, error) {
+	rel, err := hostRelease()
+	if err != nil {
+		return "", err
+	}
+	_, src, err := aptSources()
+	if err != nil {
+		return "", err
+	}
+	vers, err := candidateVersions(ctx, SparkPackages)
+	if err != nil {
+		return "", err
+	}
+	ps, err := HostPySpark(ctx)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "profile=%s\nrelease=%s\nsources=%s\npyspark=%s\npy4j=%s\n", Spark, rel, src, ps.Version, ps.Py4JVersion)
+	for _, v := range vers {
+		fmt.Fprintf(h, "pkg=%s\n", v)
+	}
+	for _, s := range indexStamps() {
+		fmt.Fprintf(h, "index=%s\n", s)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// SparkDigest identifies the spark profile's content: its base and the
+// agent.
+func (b Builder) SparkDigest(ctx context.Context) (string, error) {
+	base, err := SparkBaseDigest(ctx)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "profile=%s\nbase=%s\n", Spark, base)
+	f, err := os.Open(b.AgentBinary)
+	if err != nil {
+		return "", fmt.Errorf("image digest: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("image digest: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// SparkBase returns the cached spark tree (without the agent) under
+// StateDir/spark, building it when no tree exists for the current digest:
+// mmdebstrap with SparkPackages, then the host's pyspark and py4j copied
+// to SparkPySparkDir.
+func (b Builder) SparkBase(ctx context.Context) (string, error) {
+	if b.StateDir == "" {
+		return "", errors.New("spark image: no state directory to keep the Spark tree in")
+	}
+	digest, err := SparkBaseDigest(ctx)
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Join(b.StateDir, "spark")
+	dir := filepath.Join(root, "base-"+digest)
+	done := filepath.Join(dir, strings.TrimPrefix(SparkPySparkDir, "/"), "pyspark", "bin", "spark-submit")
+	if _, err := os.Stat(done); err == nil {
+		fmt.Fprintf(b.log(), "image spark: reusing the Spark tree %s\n", dir)
+		return dir, nil
+	}
+	if _, err := exec.LookPath(mmdebstrap); err != nil {
+		return "", fmt.Errorf("spark image: %s is not installed: install it with 'apt-get install mmdebstrap'", mmdebstrap)
+	}
+	ps, err := HostPySpark(ctx)
+	if err != nil {
+		return "", err
+	}
+	rel, _ := hostRelease()
+	srcFile, _, err := aptSources()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("spark image: %w", err)
+	}
+	// Trees of older digests are of no use any more.
+	if ents, err := os.ReadDir(root); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "base-") && e.Name() != "base-"+digest {
+				os.RemoveAll(filepath.Join(root, e.Name()))
+			}
+		}
+	}
+	tmp, err := os.MkdirTemp(root, ".build-")
+	if err != nil {
+		return "", fmt.Errorf("spark image: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	target := filepath.Join(tmp, "root")
+	start := time.Now()
+	fmt.Fprintf(b.log(), "image spark: building a %s tree with %s from %s (%s) and pyspark %s (this takes a few minutes)\n", rel, mmdebstrap, srcFile, strings.Join(SparkPackages, ", "), ps.Version)
+	args := []string{
+		"--mode=root", "--variant=apt", "--format=directory",
+		"--include=" + strings.Join(SparkPackages, ","),
+		"--dpkgopt=path-exclude=/usr/share/man/*",
+		"--dpkgopt=path-exclude=/usr/share/doc/*",
+		"--dpkgopt=path-exclude=/usr/share/locale/*",
+		"--dpkgopt=path-include=/usr/share/locale/locale.alias",
+		"--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*.bin",
+		rel, target, srcFile,
+	}
+	cmd := exec.CommandContext(ctx, mmdebstrap, args...)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "DEBCONF_NONINTERACTIVE_SEEN=true")
+	pw := &prefixWriter{w: b.log(), prefix: "image spark: "}
+	var tail tailBuffer
+	out := io.MultiWriter(pw, &tail)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("spark image: mmdebstrap: %w: %s", err, tail.String())
+	}
+	if m, _ := filepath.Glob(filepath.Join(target, sparkJava)); len(m) == 0 {
+		return "", fmt.Errorf("spark image: the tree has no Java runtime (%s)", sparkJava)
+	}
+	py := filepath.Join(target, strings.TrimPrefix(SparkPySparkDir, "/"))
+	if err := os.MkdirAll(py, 0o755); err != nil {
+		return "", fmt.Errorf("spark image: %w", err)
+	}
+	for _, d := range []string{ps.Dir, ps.Py4JDir} {
+		if o, err := exec.CommandContext(ctx, "cp", "-a", d, py+"/").CombinedOutput(); err != nil {
+			return "", fmt.Errorf("spark image: copying %s: %w: %s", d, err, strings.TrimSpace(string(o)))
+		}
+	}
+	// Compiled bytecode of the host's Python is of no use in the tree.
+	exec.CommandContext(ctx, "find", py, "-name", "__pycache__", "-type", "d", "-prune", "-exec", "rm", "-rf", "{}", "+").Run()
+	if err := os.Rename(target, dir); err != nil {
+		if _, serr := os.Stat(done); serr != nil { // not a concurrent build
+			return "", fmt.Errorf("spark image: %w", err)
+		}
+	}
+	fmt.Fprintf(b.log(), "image spark: built the Spark tree %s in %s\n", dir, time.Since(start).Round(time.Second))
+	return dir, nil
+}
+
+// BuildSparkRootfs writes the spark profile into dir: the cached tree,
+// hard-linked (platforms use it read-only), the directories isobench
+// uses, and the agent.
+func (b Builder) BuildSparkRootfs(ctx context.Context, dir string) error {
+	if err := b.checkAgent(); err != nil {
+		return err
+	}
+	start := time.Now()
+	base, err := b.SparkBase(ctx)
+	if err != nil {
+		return err
+	}
+	if out, err := exec.CommandContext(ctx, "cp", "-a", "-l", base+"/.", dir+"/").CombinedOutput(); err != nil {
+		return fmt.Errorf("spark image: copying the Spark tree: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	for _, d := range []string{"usr/local/bin", "tmp", "var/tmp", "run", "root", strings.TrimPrefix(platform.ScratchDir, "/")} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+	}
+	os.Chmod(filepath.Join(dir, "tmp"), 0o1777)
+	os.Chmod(filepath.Join(dir, "var/tmp"), 0o1777)
+	files := map[string]string{
+		"usr/sbin/policy-rc.d": "#!/bin/sh\nexit 101\n",
+		"etc/hostname":         "isobench\n",
+		"etc/hosts":            "127.0.0.1 localhost isobench\n::1 localhost\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		os.Remove(p) // a hard link into the cached tree: never write through it
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(name, "usr/sbin/") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+	}
+	agent := filepath.Join(dir, AgentPath)
+	os.Remove(agent)
+	if err := copyFile(b.AgentBinary, agent, 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log(), "image spark: root file system ready in %s (%v)\n", dir, time.Since(start).Round(time.Millisecond))
+	return nil
+}
