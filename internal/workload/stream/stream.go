@@ -139,19 +139,21 @@ func availableMemory() (avail int64, ok bool) {
 	return avail, ok
 }
 
-// Kernels. Each works on slices of equal length; the re-slicing lets the
-// compiler drop bounds checks inside the loops.
+// Kernels. Scale, Add and Triad run 256-bit AVX loops on amd64
+// (kernels_amd64.s) and these Go loops elsewhere and for the tail. Each
+// works on slices of equal length; the re-slicing lets the compiler drop
+// bounds checks inside the loops.
 
-// Scale is b = s*c.
-func Scale(b, c []float64, s float64) {
+// scaleGo is b = s*c.
+func scaleGo(b, c []float64, s float64) {
 	b = b[:len(c)]
 	for i, x := range c {
 		b[i] = s * x
 	}
 }
 
-// Add is c = a + b.
-func Add(c, a, b []float64) {
+// addGo is c = a + b.
+func addGo(c, a, b []float64) {
 	a = a[:len(c)]
 	b = b[:len(c)]
 	for i := range c {
@@ -159,8 +161,8 @@ func Add(c, a, b []float64) {
 	}
 }
 
-// Triad is a = b + s*c.
-func Triad(a, b, c []float64, s float64) {
+// triadGo is a = b + s*c.
+func triadGo(a, b, c []float64, s float64) {
 	b = b[:len(a)]
 	c = c[:len(a)]
 	for i := range a {

@@ -176,3 +176,32 @@ func TestCopyMatchesBuiltin(t *testing.T) {
 		}
 	}
 }
+
+func TestKernelsMatchGoLoops(t *testing.T) {
+	// The vector kernels (amd64) against the plain Go loops, at lengths
+	// around the vector width so the tails are exercised, on offset
+	// slices so unaligned starts are too.
+	for n := 0; n <= 37; n++ {
+		for off := 0; off < 2; off++ {
+			a, b, c := make([]float64, n+off), make([]float64, n+off), make([]float64, n+off)
+			for i := range a {
+				a[i], b[i], c[i] = float64(i)+0.5, float64(3*i)+0.25, float64(i*i)+1
+			}
+			wantS, wantA, wantT := make([]float64, n), make([]float64, n), make([]float64, n)
+			scaleGo(wantS, c[off:], 3)
+			addGo(wantA, a[off:], b[off:])
+			triadGo(wantT, b[off:], c[off:], 3)
+			gotS, gotA, gotT := make([]float64, n), make([]float64, n), make([]float64, n)
+			Scale(gotS, c[off:], 3)
+			Add(gotA, a[off:], b[off:])
+			Triad(gotT, b[off:], c[off:], 3)
+			for i := 0; i < n; i++ {
+				// Triad may be fused (one rounding instead of two): exact here,
+				// since every value is a small binary fraction.
+				if gotS[i] != wantS[i] || gotA[i] != wantA[i] || gotT[i] != wantT[i] {
+					t.Fatalf("n=%d off=%d i=%d: scale %g/%g add %g/%g triad %g/%g", n, off, i, gotS[i], wantS[i], gotA[i], wantA[i], gotT[i], wantT[i])
+				}
+			}
+		}
+	}
+}
