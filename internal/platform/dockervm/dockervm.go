@@ -177,6 +177,9 @@ func (p *Platform) Facts(ctx context.Context) map[string]string {
 // Prepare boots the VM (building its root disk if needed) and prepares
 // profile in the guest's Docker, so neither is timed as a startup.
 func (p *Platform) Prepare(ctx context.Context, profile string) error {
+	if err := checkImage(profile); err != nil {
+		return err
+	}
 	c, err := p.guest(ctx)
 	if err != nil {
 		return err
@@ -274,6 +277,9 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instan
 	default:
 		return nil, fmt.Errorf("%s: network=%q is %w: the container uses the VM's network (bridge, the default) or none", Name, s.Network, platform.ErrUnsupported)
 	}
+	if err := checkImage(s.Image); err != nil {
+		return nil, err
+	}
 	if len(s.Extra) > 0 {
 		s.Extra = maps.Clone(s.Extra)
 		for _, k := range vmKeys {
@@ -307,6 +313,16 @@ func (p *Platform) Close(ctx context.Context) error {
 		errs = append(errs, vm.Close(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// checkImage refuses the Debian images: the guest's Docker builds images
+// from the guest's files, and the Debian one is made with mmdebstrap from
+// apt's indexes, which the guest's root does not keep.
+func checkImage(profile string) error {
+	if image.IsDebian(profile) {
+		return fmt.Errorf("%s: image %s is %w: the Docker in the VM would have to build the Debian image inside the guest (its root has no apt indexes); use minimal", Name, profile, platform.ErrUnsupported)
+	}
+	return nil
 }
 
 // Instance is a container in the VM.

@@ -84,6 +84,9 @@ func TestOptions(t *testing.T) {
 			t.Errorf("guest spec %q lacks %q", p.remoteSpec, want)
 		}
 	}
+	if _, err := p.Create(t.Context(), platform.Spec{Image: "debian"}); err == nil || !strings.Contains(err.Error(), "image debian") {
+		t.Errorf("image debian: %v", err)
+	}
 	for _, no := range []string{"vm-cpus", "accel"} {
 		if strings.Contains(p.remoteSpec, no) {
 			t.Errorf("guest spec %q has the VM option %q", p.remoteSpec, no)
