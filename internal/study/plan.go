@@ -145,7 +145,7 @@ func perRep(name string, p workload.Params) time.Duration {
 			return sec(float64(n) * per / math.Min(float64(p.Int("threads")), cores))
 		}
 		return p.Duration("duration")
-	case "memory", "disk", "tcp-stream", "tcp-rr", "tcp-crr", "tool:sysbench-cpu", "tool:sysbench-memory", "tool:fio", "tool:iperf3", "tool:sockperf", "oltp":
+	case "memory", "disk", "tcp-stream", "tcp-rr", "tcp-crr", "tool:sysbench-cpu", "tool:sysbench-memory", "tool:fio", "tool:iperf3", "tool:sockperf":
 		d := p.Duration("duration")
 		if name == "disk" {
 			// laying out the files, untimed
@@ -176,14 +176,47 @@ func perRep(name string, p workload.Params) time.Duration {
 	case "startup":
 		return time.Second
 	case "footprint":
-		return p.Duration("window") + time.Second
+		d := p.Duration("window") + time.Second
+		if p.Str("service") != "none" && p.Str("service") != "" {
+			d += 2 * time.Second // the server starts and answers first
+		}
+		return d
 	case "astar":
 		return sec(float64(p.Int("queries")) * float64(p.Int("width")*p.Int("height")) * 9e-9)
 	case "soplex":
 		r := float64(p.Int("rows")) / 300
 		return sec(6 * r * r * r * float64(p.Int("solves")))
-	case "http", "redis":
-		return 15 * time.Second
+	case "http":
+		// server start, then ab's fixed requests at ~5000/s on 2 cores
+		// (thousands of connections), or wrk for its duration
+		if p.Str("tool") == "wrk" {
+			return p.Duration("duration") + 2*time.Second
+		}
+		return sec(2 + float64(p.Int("requests"))/5000)
+	case "redis":
+		// pipelined GET/SET at ~200k ops/s
+		ops := float64(len(strings.Split(p.Str("ops"), "+")))
+		return sec(1 + ops*float64(p.Int("requests"))/200e3)
+	case "oltp":
+		// the table is prepared once per platform (cached): count a share
+		return p.Duration("duration") + sec(2+float64(p.Int("table-size"))/1e6*10)
+	case "scp", "wget", "smb", "ftp":
+		// ~80 MB/s per client pair on 2 cores, a few ms per node of a
+		// tree, verification, and a second for the server and each
+		// neighbour to come up
+		bytes, nodes := transferSize(p)
+		clients := float64(max(1, p.Int("clients")))
+		return sec(1 + float64(p.Int("neighbours")) + clients*(bytes/80e6+nodes*3e-3) + bytes/500e6)
+	case "smtp":
+		if p.Str("client") == "postal" {
+			return p.Duration("duration") + 3*time.Second
+		}
+		// Postfix delivering into the Maildir at ~40 MB/s, ~20 ms a mail
+		n := float64(p.Int("messages") * max(1, p.Int("clients")))
+		return sec(3 + float64(p.Int("neighbours")) + n*(float64(p.Size("size"))/40e6+0.02))
+	case "spark":
+		// JVM start and the job over its input at ~20 MB/s on 2 cores
+		return sec(15 + float64(p.Size("size"))/20e6)
 	}
 	return 10 * time.Second
 }
@@ -230,6 +263,21 @@ func (p Plan) Print(w io.Writer) {
 			fmt.Fprintf(w, "this binary now has %s: add to workloads: (see the study's pending entries) to run them\n", strings.Join(p.Available, ", "))
 		}
 	}
+}
+
+// transferSize is a transfer workload's data set: its bytes and its
+// nodes (files and folders) from file=SIZE or tree=NODES/SIZE.
+func transferSize(p workload.Params) (bytes, nodes float64) {
+	if t := p.Str("tree"); t != "" {
+		n, size, _ := strings.Cut(t, "/")
+		nn, _ := strconv.Atoi(n)
+		sz, _ := spec.ParseSize(size)
+		return float64(sz), float64(nn)
+	}
+	if f := p.Size("file"); f > 0 {
+		return float64(f), 1
+	}
+	return 1 << 20, 1
 }
 
 func roundEstimate(d time.Duration) string {
