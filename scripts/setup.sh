@@ -8,7 +8,7 @@ set -euo pipefail
 what=${1:-demo}
 
 demo_pkgs=(docker.io busybox-static file iproute2)
-test_pkgs=("${demo_pkgs[@]}" sysbench mmdebstrap wrk apache2-utils redis-tools nginx apache2 redis-server mariadb-server fio iperf3 sockperf runc crun systemd-container lxc qemu-system-x86 linux-image-cloud-amd64 e2fsprogs podman lxd chromium openssh-server openssh-client iptables tmux)
+test_pkgs=("${demo_pkgs[@]}" sysbench mmdebstrap wrk apache2-utils redis-tools nginx apache2 redis-server mariadb-server fio iperf3 sockperf runc crun systemd-container lxc qemu-system-x86 linux-image-cloud-amd64 e2fsprogs podman lxd chromium openssh-server openssh-client iptables tmux openjdk-17-jre-headless python3-pip python3-numpy)
 
 case "$what" in
   demo) pkgs=("${demo_pkgs[@]}") ;;
@@ -49,5 +49,9 @@ fi
 if [ "$what" = test ]; then
   "$(dirname "$0")/install-runsc.sh"   # gVisor: built from its Go module (no Debian package)
   "$(dirname "$0")/start-lxd.sh"       # LXD: daemon started detached, dir pool preseeded
+  # Spark (the spark workload and its image profile): pyspark from PyPI
+  # carries Spark's jars; MLlib's K-means needs NumPy.
+  python3 -c 'import pyspark, numpy' 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages 'pyspark==3.5.7' numpy
 fi
 echo "setup.sh: ready ($what)"
