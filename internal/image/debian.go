@@ -37,6 +37,10 @@ var DebianPackages = []string{
 	"openssh-server", "vsftpd", "postfix", "samba",
 	"apache2-utils", "wrk", "redis-tools", "sysbench", "mariadb-client",
 	"iproute2", "procps",
+	// a system's own init and services, for system containers
+	// (lxc/lxd init=system, nspawn boot=true): systemd with journald,
+	// D-Bus, and sshd above
+	"systemd", "systemd-sysv", "dbus",
 }
 
 // DebianDocker is the debian profile plus a Docker engine (DockerPackages):

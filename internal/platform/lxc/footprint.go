@@ -33,6 +33,9 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
 	}
+	// a booted system's init sits in a cgroup of its own below the
+	// container's (init.scope): count the whole container, its services too
+	mem, cpu = containerCgroup(mem), containerCgroup(cpu)
 	if fp.MemoryBytes, err = platform.CgroupMemory(mem); err != nil {
 		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
 	}
@@ -53,4 +56,15 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 		fp.EnginePIDs = []int{in.Main.Process.Pid}
 	}
 	return fp, nil
+}
+
+// containerCgroup cuts a cgroup path after its lxc.payload.NAME part.
+func containerCgroup(path string) string {
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if strings.HasPrefix(p, "lxc.payload.") {
+			return strings.Join(parts[:i+1], "/")
+		}
+	}
+	return path
 }

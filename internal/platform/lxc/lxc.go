@@ -75,14 +75,17 @@ delete_module errno 1
 // Factory registers the LXC platform.
 var Factory = platform.Factory{
 	Name: "lxc",
-	Help: "LXC containers (lxc-execute/lxc-attach) on an overlay rootfs; network=bridge (default, veth on the isobench bridge), host or none",
-	New:  New,
+	Help: "LXC containers (lxc-execute/lxc-attach) on an overlay rootfs; network=bridge (default, veth on the isobench bridge), host or none; " +
+		"init=system boots the image's systemd (image=debian) as a system container",
+	Extra: []string{"init"},
+	New:   New,
 }
 
 // Platform runs LXC containers under StateDir/lxc.
 type Platform struct {
 	*local.Host
 	lxcpath string
+	system  bool // init=system: the image's own init at PID 1 (system.go)
 }
 
 // New checks the options.
@@ -94,7 +97,11 @@ func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Pl
 	if err := h.CheckNetwork(o.Base.Network); err != nil {
 		return nil, err
 	}
-	return &Platform{Host: h, lxcpath: LXCPath(env.StateDir)}, nil
+	system, err := parseInit(o.Extra["init"])
+	if err != nil {
+		return nil, err
+	}
+	return &Platform{Host: h, lxcpath: LXCPath(env.StateDir), system: system}, nil
 }
 
 // LXCPath is the lxcpath (-P) isobench's containers live in.
@@ -133,6 +140,7 @@ type containerConfig struct {
 	seccomp  string // seccomp policy file, or ""
 	cgroupV2 bool
 	apparmor bool
+	system   bool // init=system
 }
 
 // config renders the LXC container configuration.
@@ -142,7 +150,12 @@ func config(s platform.Spec, c containerConfig) string {
 	set("lxc.uts.name", "isobench")
 	set("lxc.rootfs.path", "dir:"+c.rootfs)
 	set("lxc.autodev", "1")
-	set("lxc.mount.auto", "proc:mixed sys:ro cgroup:ro:force")
+	if c.system {
+		// systemd makes its own cgroups below the container's
+		set("lxc.mount.auto", "proc:mixed sys:mixed cgroup:rw:force")
+	} else {
+		set("lxc.mount.auto", "proc:mixed sys:ro cgroup:ro:force")
+	}
 	set("lxc.console.path", "none")
 	set("lxc.tty.max", "0")
 	set("lxc.pty.max", "16")
@@ -196,13 +209,20 @@ func config(s platform.Spec, c containerConfig) string {
 	}
 	// documentation only: the command is given to lxc-execute, since this
 	// key is split on blanks without quoting
-	set("lxc.init.cmd", strings.Join(local.MainArgv(s), " "))
+	if c.system {
+		set("lxc.init.cmd", SystemInit)
+	} else {
+		set("lxc.init.cmd", strings.Join(local.MainArgv(s), " "))
+	}
 	return b.String()
 }
 
 // Create writes the container config and starts lxc-execute, returning
 // once the container's init is about to run (or already ended).
 func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Instance, err error) {
+	if err := p.checkSystem(s); err != nil {
+		return nil, err
+	}
 	in := &Instance{p: p}
 	in.Instance, err = p.Begin(ctx, s, local.Setup{DefaultNetwork: platform.NetBridge, Lease: true, PhaseFIFO: true}, in)
 	if err != nil {
@@ -210,7 +230,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	}
 	defer in.Undo(ctx, &err)
 	id := in.ID()
-	c := containerConfig{rootfs: in.Overlay.Merged, volume: in.Volume, network: in.Network, cgroupV2: cgroup.Version() == 2, apparmor: apparmor()}
+	c := containerConfig{rootfs: in.Overlay.Merged, volume: in.Volume, network: in.Network, cgroupV2: cgroup.Version() == 2, apparmor: apparmor(), system: p.system}
 	if in.Bridge != nil {
 		c.addr = netip.PrefixFrom(in.Addr, in.Bridge.Prefix.Bits())
 		c.gateway = in.Bridge.Gateway()
@@ -236,6 +256,12 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		return nil, fmt.Errorf("lxc: %w", err)
 	}
 
+	if p.system {
+		if err := in.startSystem(ctx, s); err != nil {
+			return nil, err
+		}
+		return in, nil
+	}
 	stdout := s.MainStdout
 	if stdout == nil {
 		stdout = io.Discard
@@ -273,8 +299,9 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 // name.
 type Instance struct {
 	*local.Instance
-	p       *Platform
-	running bool
+	p         *Platform
+	running   bool
+	bootState string // init=system: systemd's state once booted
 }
 
 // log returns LXC's error log for messages.
@@ -314,6 +341,10 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	f["container"] = in.ID()
 	f["capabilities"] = "lxc-default" // all but DropCaps
 	f["seccomp_profile"] = "lxc-default"
+	if in.p.system {
+		f["init"] = "system (" + SystemInit + ")"
+		f["system_state"] = in.bootState
+	}
 	if in.Main != nil && in.running {
 		// the main process, the deepest under lxc-execute (below LXC's
 		// init): lxc-attach gives commands the same capabilities and

@@ -1,0 +1,186 @@
+package lxc
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/isobench/isobench/internal/image"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/local"
+)
+
+// SystemInit is the init a system container boots (systemd in the debian
+// image).
+const SystemInit = "/sbin/init"
+
+// SystemBootTimeout bounds the wait for the system's boot to finish.
+const SystemBootTimeout = 3 * time.Minute
+
+// MaskedUnits are the debian image's server units a system container does
+// not start at boot: the workloads start the servers they measure (with
+// their own configuration), so the system runs its usual base services
+// (journald, D-Bus, sshd, logind...) and not a second copy of each.
+var MaskedUnits = []string{
+	"nginx.service", "apache2.service", "apache-htcacheclean.service", "redis-server.service",
+	"mariadb.service", "mysql.service", "vsftpd.service", "postfix.service", "smbd.service",
+	"nmbd.service", "samba-ad-dc.service", "systemd-networkd-wait-online.service",
+}
+
+// parseInit reads option init=: "" or "app" (an application container:
+// the main process at PID 1 under LXC's init), "system" (the image's own
+// init at PID 1).
+func parseInit(v string) (bool, error) {
+	switch v {
+	case "", "app":
+		return false, nil
+	case "system":
+		return true, nil
+	}
+	return false, fmt.Errorf("lxc: init=%q must be app or system", v)
+}
+
+// checkSystem refuses init=system with an image that has no init system.
+func (p *Platform) checkSystem(s platform.Spec) error {
+	if p.system && s.Image != image.Debian {
+		img := s.Image
+		if img == "" {
+			img = image.Minimal
+		}
+		return fmt.Errorf("lxc: init=system boots the image's systemd: it needs image=%s (image %s has no init system)", image.Debian, img)
+	}
+	return nil
+}
+
+// startSystem boots the container's systemd with lxc-start -F, waits for
+// the boot to finish ("started" is then: the system is up), and runs the
+// main process (the idling agent when the spec has none) with lxc-attach
+// as one process among the system's (its exit status is the instance's;
+// the container is stopped when it ends).
+func (in *Instance) startSystem(ctx context.Context, s platform.Spec) error {
+	root := in.Overlay.Merged
+	dir := filepath.Join(root, "etc/systemd/system")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("lxc: %w", err)
+	}
+	for _, u := range MaskedUnits {
+		os.Remove(filepath.Join(dir, u))
+		if err := os.Symlink("/dev/null", filepath.Join(dir, u)); err != nil {
+			return fmt.Errorf("lxc: masking %s: %w", u, err)
+		}
+	}
+	// the image keeps package scripts from starting daemons; the system's
+	// own boot is not a package script, but remove it so the system is as
+	// a system administrator would have it
+	os.Remove(filepath.Join(root, "usr/sbin/policy-rc.d"))
+	args := []string{"-n", in.ID(), "-P", in.p.lxcpath, "-o", filepath.Join(in.Dir, "lxc.log"), "-l", "ERROR", "-F"}
+	cmd := exec.Command("lxc-start", args...)
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = io.Discard, &in.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("lxc-start: %w", err)
+	}
+	in.Main = cmd
+	startDone := make(chan struct{})
+	var startErr error
+	mainExit := make(chan error, 1)
+	go func() {
+		startErr = cmd.Wait()
+		close(startDone)
+	}()
+	go func() {
+		<-startDone
+		select {
+		case err := <-mainExit:
+			in.MainErr = err
+		default:
+			in.MainErr = startErr
+		}
+		close(in.Done)
+	}()
+	created, err := in.WaitPhase(ctx, "created")
+	if err != nil {
+		return err
+	}
+	if !created {
+		return in.EndedAtOnce(in.log())
+	}
+	if err := in.waitBooted(ctx, startDone); err != nil {
+		return err
+	}
+	in.running = true
+	if s.Phase != nil {
+		s.Phase("started", time.Now())
+	}
+	// the main process (the idling agent when there is none) runs as a
+	// process among the system's, in the container's cgroup and
+	// namespaces
+	stdout := s.MainStdout
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	main := exec.Command("lxc-attach", in.attachArgs(local.MainArgv(s))...)
+	main.Dir = "/"
+	main.Stdout, main.Stderr = stdout, &in.Stderr
+	if err := main.Start(); err != nil {
+		return fmt.Errorf("lxc-attach: %w", err)
+	}
+	go func() {
+		err := main.Wait()
+		mainExit <- err
+		exec.Command("lxc-stop", "-n", in.ID(), "-P", in.p.lxcpath, "-k").Run()
+	}()
+	return nil
+}
+
+// attachArgs are lxc-attach's arguments to run argv with a clean
+// environment.
+func (in *Instance) attachArgs(argv []string) []string {
+	args := []string{"-n", in.ID(), "-P", in.p.lxcpath, "--clear-env"}
+	for _, e := range local.Env() {
+		args = append(args, "-v", e)
+	}
+	return append(append(args, "--"), argv...)
+}
+
+// waitBooted waits until systemd says the boot finished (running, or
+// degraded: a unit failed, which the facts report).
+func (in *Instance) waitBooted(ctx context.Context, ended <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, SystemBootTimeout)
+	defer cancel()
+	var last string
+	for {
+		var out bytes.Buffer
+		c := exec.CommandContext(ctx, "lxc-attach", in.attachArgs([]string{"systemctl", "is-system-running", "--wait"})...)
+		c.Stdout, c.Stderr = &out, &out
+		c.Run()
+		last = strings.TrimSpace(out.String())
+		if st := lastLine(last); st == "running" || st == "degraded" {
+			in.bootState = st
+			return nil
+		}
+		select {
+		case <-ended:
+			return fmt.Errorf("lxc: system container %s stopped while booting: %s%s", in.ID(), in.Stderr.String(), in.log())
+		case <-ctx.Done():
+			return fmt.Errorf("lxc: system container %s did not finish booting (systemctl is-system-running said %q): %w", in.ID(), last, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+			// systemd or its D-Bus socket was not up yet
+		}
+	}
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
