@@ -79,15 +79,29 @@ func run(ctx context.Context, reg workload.Registry, name, params string, stdin 
 		}
 		released = true
 		w.emit(agentproto.Event{Event: agentproto.EvReady})
-		line, err := in.ReadString('\n')
-		if strings.TrimSpace(line) != agentproto.GoLine {
+		for {
+			line, err := in.ReadString('\n')
+			cmd := strings.TrimSpace(line)
+			switch {
+			case cmd == agentproto.PingLine:
+				w.emit(agentproto.Event{Event: agentproto.EvPong, Clock: monotonic()})
+				continue
+			case cmd == agentproto.GoLine:
+				w.emit(agentproto.Event{Event: agentproto.EvStarted, Clock: monotonic()})
+				return nil
+			case strings.HasPrefix(cmd, agentproto.GoAtPrefix):
+				deadline, perr := strconv.ParseInt(strings.TrimPrefix(cmd, agentproto.GoAtPrefix), 10, 64)
+				if perr != nil {
+					return fmt.Errorf("barrier: bad deadline %q: %w", cmd, perr)
+				}
+				w.emit(agentproto.Event{Event: agentproto.EvStarted, Clock: sleepUntil(deadline)})
+				return nil
+			}
 			if err == nil {
-				err = fmt.Errorf("unexpected %q", strings.TrimSpace(line))
+				err = fmt.Errorf("unexpected %q", cmd)
 			}
 			return fmt.Errorf("barrier: host did not release: %w", err)
 		}
-		w.emit(agentproto.Event{Event: agentproto.EvStarted})
-		return nil
 	}
 	ms, err := def.Agent(ctx, p, barrier)
 	if err != nil {

@@ -40,10 +40,32 @@ func (e *InstanceError) Error() string { return fmt.Sprintf("instance %d: %v", e
 
 func (e *InstanceError) Unwrap() error { return e.Err }
 
+// Barrier kinds (Options.Barrier).
+const (
+	// BarrierDeadline, the default: the host estimates each agent's clock
+	// offset with pings over the session's stdio, then sends every agent
+	// the same deadline on its own clock, early; each agent sleeps until
+	// it (an absolute clock_nanosleep), so instances start together
+	// however late each one reads its line.
+	BarrierDeadline = "deadline"
+	// BarrierStdin: the host writes "go" to every agent at once and each
+	// starts when it reads it, so the skew includes the spread of the
+	// engines' stdin delivery (kept for comparison: bench/scale.sh).
+	BarrierStdin = "stdin"
+)
+
+// pings per instance for the clock offset; the one with the shortest
+// round trip is kept.
+const pings = 8
+
 // Barrier waits until every session finished its untimed setup, then
-// releases them all at the same moment: each session is released by its
-// own goroutine when a shared channel closes. The skew is the spread of
-// their acknowledgements on the host clock (no shared clock is assumed).
+// releases them all together (Options.Barrier says how), and returns the
+// skew: the spread of the instants the instances started their workloads,
+// from the start clocks the agents report, put on the host's clock with
+// the estimated offsets (exact when the instances share the host's
+// CLOCK_MONOTONIC, as containers do; within half the best ping round trip
+// otherwise). Agents that report no clock fall back to the spread of their
+// acknowledgements as the host read them.
 func (g Group) Barrier(ctx context.Context) (skew time.Duration, err error) {
 	if err := par.Each(len(g), func(i int) error {
 		if err := g[i].WaitReady(ctx); err != nil {
@@ -53,6 +75,26 @@ func (g Group) Barrier(ctx context.Context) (skew time.Duration, err error) {
 	}); err != nil {
 		return 0, err
 	}
+	if len(g) == 0 {
+		return 0, nil
+	}
+	offsets, rtt, err := g.clockOffsets(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var release func(i int) error
+	switch g[0].opts.Barrier {
+	case BarrierStdin:
+		release = func(i int) error { return g[i].Release() }
+	case "", BarrierDeadline:
+		// Far enough ahead that every agent reads its line first: a few
+		// round trips, at least 5 ms, at most a second.
+		margin := min(max(5*time.Millisecond, 4*rtt), time.Second)
+		deadline := monotonic() + int64(margin)
+		release = func(i int) error { return g[i].ReleaseAt(deadline + offsets[i]) }
+	default:
+		return 0, fmt.Errorf("unknown barrier %q (want %s or %s)", g[0].opts.Barrier, BarrierDeadline, BarrierStdin)
+	}
 	gate := make(chan struct{})
 	errs := make([]error, len(g))
 	var wg sync.WaitGroup
@@ -61,7 +103,7 @@ func (g Group) Barrier(ctx context.Context) (skew time.Duration, err error) {
 		go func(i int) {
 			defer wg.Done()
 			<-gate
-			if err := g[i].Release(); err != nil {
+			if err := release(i); err != nil {
 				errs[i] = err
 				return
 			}
@@ -73,16 +115,80 @@ func (g Group) Barrier(ctx context.Context) (skew time.Duration, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
-	first, last := g[0].Started, g[0].Started
-	for _, s := range g[1:] {
-		if s.Started.Before(first) {
-			first = s.Started
+	return g.spread(offsets), nil
+}
+
+// clockOffsets estimates, for every session, the agent's clock minus the
+// host's (ns), from the ping with the shortest round trip (Cristian's
+// method), and returns the longest of those best round trips. When every
+// offset is smaller than its round trip, the clocks cannot be told apart
+// from one shared clock (containers share the host's CLOCK_MONOTONIC) and
+// the offsets are taken as 0, which is exact there.
+func (g Group) clockOffsets(ctx context.Context) ([]int64, time.Duration, error) {
+	offsets := make([]int64, len(g))
+	rtts := make([]int64, len(g))
+	if err := par.Each(len(g), func(i int) error {
+		best := int64(-1)
+		for range pings {
+			sent, agent, recv, err := g[i].Ping(ctx)
+			if err != nil {
+				return &InstanceError{Index: i, Err: fmt.Errorf("barrier clock ping: %w", err)}
+			}
+			if rtt := recv - sent; best < 0 || rtt < best {
+				best = rtt
+				offsets[i] = agent - (sent+recv)/2
+			}
 		}
-		if s.Started.After(last) {
-			last = s.Started
-		}
+		rtts[i] = best
+		return nil
+	}); err != nil {
+		return nil, 0, err
 	}
-	return last.Sub(first), nil
+	shared := true
+	var worst int64
+	for i := range g {
+		if abs(offsets[i]) > rtts[i] {
+			shared = false
+		}
+		worst = max(worst, rtts[i])
+	}
+	if shared {
+		clear(offsets)
+	}
+	return offsets, time.Duration(worst), nil
+}
+
+// spread is the skew of the sessions' starts on the host's clock.
+func (g Group) spread(offsets []int64) time.Duration {
+	clocks := true
+	for _, s := range g {
+		clocks = clocks && s.StartClock != 0
+	}
+	if !clocks {
+		first, last := g[0].Started, g[0].Started
+		for _, s := range g[1:] {
+			if s.Started.Before(first) {
+				first = s.Started
+			}
+			if s.Started.After(last) {
+				last = s.Started
+			}
+		}
+		return last.Sub(first)
+	}
+	first, last := g[0].StartClock-offsets[0], g[0].StartClock-offsets[0]
+	for i, s := range g[1:] {
+		t := s.StartClock - offsets[i+1]
+		first, last = min(first, t), max(last, t)
+	}
+	return time.Duration(last - first)
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // Results waits for every session's metrics and tags.

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/isobench/isobench/internal/agenthost"
 	"github.com/isobench/isobench/internal/platform"
@@ -82,4 +85,43 @@ func TestWorkloadErrorsReachTheHost(t *testing.T) {
 	if _, err := g.Barrier(context.Background()); err == nil || !strings.Contains(err.Error(), "never reached its barrier") {
 		t.Fatalf("a workload skipping its barrier: %v", err)
 	}
+}
+
+func TestGroupBarrierKinds(t *testing.T) {
+	reg := registry(t)
+	for _, kind := range []string{"", agenthost.BarrierDeadline, agenthost.BarrierStdin} {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			t.Fatal(err)
+		}
+		before := ts.Nano()
+		g := agenthost.StartGroupWith(context.Background(), instances(t, reg, 4), "ok", "", agenthost.Options{Barrier: kind})
+		skew, err := g.Barrier(context.Background())
+		if err != nil {
+			t.Fatalf("%q: %v", kind, err)
+		}
+		first, last := g[0].StartClock, g[0].StartClock
+		for i, s := range g {
+			if s.StartClock == 0 {
+				t.Fatalf("%q: instance %d reported no start clock", kind, i)
+			}
+			// the deadline is at least 5 ms after the pings, which follow before
+			if kind != agenthost.BarrierStdin && s.StartClock < before+int64(5*time.Millisecond) {
+				t.Fatalf("%q: instance %d started %v after the barrier began, before any deadline could pass", kind, i, time.Duration(s.StartClock-before))
+			}
+			first, last = min(first, s.StartClock), max(last, s.StartClock)
+		}
+		// the fake instances share the host's clock: the skew is the spread of the start clocks
+		if skew != time.Duration(last-first) {
+			t.Fatalf("%q: skew %v, start clocks spread %v", kind, skew, time.Duration(last-first))
+		}
+		if _, _, err := g.Results(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := agenthost.StartGroupWith(context.Background(), instances(t, reg, 2), "ok", "", agenthost.Options{Barrier: "telepathy"})
+	if _, err := g.Barrier(context.Background()); err == nil || !strings.Contains(err.Error(), "unknown barrier") {
+		t.Fatalf("unknown barrier: %v", err)
+	}
+	g.Abort()
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,9 @@ type Session struct {
 	stderr  *limitedBuffer
 	goOnce  sync.Once
 	Started time.Time // host time the agent acknowledged "go"
+	// StartClock is the agent's CLOCK_MONOTONIC (ns) when its workload
+	// was released, as it reported it; 0 if it did not.
+	StartClock int64
 
 	id      string       // the instance's ID, for errors
 	opts    Options      // the bounds
@@ -51,6 +55,9 @@ type Options struct {
 	// (an engine's exec call, a VM's exec server). 0 means
 	// DefaultFirstEvent.
 	FirstEvent time.Duration
+	// Barrier is how a Group releases its sessions: BarrierDeadline
+	// ("" means it) or BarrierStdin.
+	Barrier string
 }
 
 // Defaults for Options.
@@ -261,12 +268,40 @@ func (s *Session) Release() error {
 	return err
 }
 
-// WaitStarted returns when the agent acknowledged "go" and records the host time.
+// ReleaseAt sends "go at DEADLINE": the agent starts its workload when its
+// CLOCK_MONOTONIC reaches deadline (ns).
+func (s *Session) ReleaseAt(deadline int64) error {
+	var err error
+	s.goOnce.Do(func() {
+		_, err = io.WriteString(s.stdin, agentproto.GoAtPrefix+strconv.FormatInt(deadline, 10)+"\n")
+	})
+	return err
+}
+
+// Ping asks a session waiting at its barrier for its clock: it returns the
+// host's CLOCK_MONOTONIC when the ping was sent and when the answer was
+// read, and the agent's clock in between (all ns).
+func (s *Session) Ping(ctx context.Context) (sent, agent, recv int64, err error) {
+	sent = monotonic()
+	if _, err := io.WriteString(s.stdin, agentproto.PingLine+"\n"); err != nil {
+		return 0, 0, 0, err
+	}
+	ev, err := s.expect(ctx, agentproto.EvPong)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return sent, ev.Clock, monotonic(), nil
+}
+
+// WaitStarted returns when the agent acknowledged "go" and records the host
+// time and the agent's own start clock.
 func (s *Session) WaitStarted(ctx context.Context) error {
-	if _, err := s.expect(ctx, agentproto.EvStarted); err != nil {
+	ev, err := s.expect(ctx, agentproto.EvStarted)
+	if err != nil {
 		return err
 	}
 	s.Started = time.Now()
+	s.StartClock = ev.Clock
 	return nil
 }
 

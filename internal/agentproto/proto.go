@@ -16,6 +16,10 @@ type Event struct {
 	Metrics []sample.Metric   `json:"metrics,omitempty"`
 	Tags    map[string]string `json:"tags,omitempty"`
 	Error   string            `json:"error,omitempty"`
+	// Clock is the agent's CLOCK_MONOTONIC in nanoseconds: when it
+	// answered a PingLine (pong), or when its workload was released
+	// (started).
+	Clock int64 `json:"clock,omitempty"`
 }
 
 // Event names.
@@ -36,3 +40,16 @@ const HeartbeatInterval = time.Second
 
 // GoLine releases the barrier.
 const GoLine = "go"
+
+// Clock-deadline barrier (issue 20): at the barrier the host may write
+// PingLine, which the agent answers at once with an EvPong event carrying
+// its clock (the host estimates the clock offset from these), and then
+// GoAtPrefix followed by a deadline on the agent's CLOCK_MONOTONIC in
+// nanoseconds: the agent releases its workload when its clock reaches it
+// (at once if it is past), so instances start together however late each
+// one reads the line.
+const (
+	PingLine   = "ping"
+	EvPong     = "pong"
+	GoAtPrefix = "go at "
+)

@@ -200,6 +200,8 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		fmt.Fprintf(st.Stderr, "stopping rule: each cell repeats until every platform's median has a 95%% bootstrap interval within ±%g%% of itself (at least 5 repetitions), at most %d repetitions\n", study.Target, plan.Reps)
 	}
 	r := &runner.Runner{Sink: s, RunID: runID, Token: rec.Token, FailFast: *failFast}
+	// ISOBENCH_BARRIER=stdin selects the older barrier, for bench/scale.sh's comparison
+	r.Barrier = st.Getenv("ISOBENCH_BARRIER")
 	disp := progress.New(st.Stderr, st.StderrTTY)
 	skipped := 0
 	r.Skip = skipper(plan, cannot, finished, &skipped)

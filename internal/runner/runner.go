@@ -101,6 +101,9 @@ type Runner struct {
 	// Silence is how long an agent may go without a heartbeat before its
 	// repetition is given up on as hung (0: agenthost.DefaultSilence).
 	Silence time.Duration
+	// Barrier is how instances are released together
+	// (agenthost.BarrierDeadline when empty, or agenthost.BarrierStdin).
+	Barrier string
 	// RunSlack bounds the timed part of an agent workload with a duration
 	// parameter: it is given up on after 3× its duration plus RunSlack
 	// (for its cleanup and reporting on a loaded host), so a 1 s workload
@@ -407,7 +410,7 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 	// Every exec ends with this context: cancelling it unblocks them all.
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g := agenthost.StartGroupWith(ectx, insts, job.Def.Name, job.Params.String(), agenthost.Options{Silence: r.Silence})
+	g := agenthost.StartGroupWith(ectx, insts, job.Def.Name, job.Params.String(), agenthost.Options{Silence: r.Silence, Barrier: r.Barrier})
 	skew, err := g.Barrier(ectx)
 	if err != nil {
 		g.Abort()

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package agent
+
+import "time"
+
+var epoch = time.Now()
+
+// monotonic is nanoseconds on the process's monotonic clock.
+func monotonic() int64 { return int64(time.Since(epoch)) }
+
+// sleepUntil blocks until monotonic() reaches deadline and returns it.
+func sleepUntil(deadline int64) int64 {
+	if d := deadline - monotonic(); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
+	return monotonic()
+}
