@@ -165,7 +165,7 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 			return usage("study %s: none of its platforms is available here: %s", f.Study.ID, strings.Join(skipped, "; "))
 		}
 	}
-	if f.Baseline != "" && !slices.Contains(f.Platforms, f.Baseline) {
+	if bl, _ := study.SplitAt(f.Baseline); f.Baseline != "" && !slices.Contains(f.Platforms, bl) {
 		skipped = append(skipped, "baseline "+f.Baseline+" is not run: no ratios")
 		f.Baseline = ""
 	}

@@ -13,6 +13,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -74,7 +75,9 @@ type Scale struct {
 	Reps   string `yaml:"reps,omitempty" json:"reps,omitempty"`
 	Warmup *int   `yaml:"warmup,omitempty" json:"warmup,omitempty"`
 	// Params maps a workload name to "k=v,k=v" set on every entry of that
-	// workload (a sweep keeps its values unless its key is set here).
+	// workload (a sweep keeps its values unless its key is set here). A
+	// key may be a selector, "scp:tree=2500/75m": then only the entries
+	// it selects get the values, after those of the plain name.
 	Params map[string]string `yaml:"params,omitempty" json:"params,omitempty"`
 	Note   string            `yaml:"note,omitempty" json:"note,omitempty"`
 }
@@ -209,8 +212,16 @@ func (f File) Check() error {
 	}
 	for name, sc := range m.Scales {
 		for w, kv := range sc.Params {
-			if _, err := spec.Parse(w + ":" + kv); err != nil {
+			sel, err := spec.Parse(w)
+			if err == nil {
+				_, err = spec.Parse(sel.Name + ":" + kv)
+			}
+			if err != nil {
 				return fmt.Errorf("study %s: scale %s: %w", m.ID, name, err)
+			}
+			// A file written at another scale has its entries changed.
+			if (m.Scale == "" || m.Scale == ScalePaper) && !f.selectsAny(sel) {
+				return fmt.Errorf("study %s: scale %s: %q selects no entry under workloads:", m.ID, name, w)
 			}
 		}
 	}
@@ -307,23 +318,74 @@ func (f File) AtScale(scale string) (File, error) {
 	if sc.Warmup != nil {
 		out.Warmup = *sc.Warmup
 	}
+	// The plain names first, then selectors by how much they select on.
+	keys := make([]string, 0, len(sc.Params))
+	sels := map[string]spec.Spec{}
+	for k := range sc.Params {
+		sel, err := spec.Parse(k)
+		if err != nil {
+			return File{}, fmt.Errorf("scale %s: %q: %w", scale, k, err)
+		}
+		keys, sels[k] = append(keys, k), sel
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := len(sels[keys[i]].Params), len(sels[keys[j]].Params)
+		return a < b || a == b && keys[i] < keys[j]
+	})
 	for i, w := range out.Workloads {
 		sp, err := spec.Parse(w)
 		if err != nil {
 			return File{}, fmt.Errorf("workload %q: %w", w, err)
 		}
-		set, ok := sc.Params[sp.Name]
-		if !ok {
+		as := spec.Spec{Name: sp.Name, Params: maps.Clone(sp.Params)} // selected on as written
+		changed := false
+		for _, k := range keys {
+			if !Selects(sels[k], as.Name, as.Params) {
+				continue
+			}
+			over, err := spec.Parse(sp.Name + ":" + sc.Params[k])
+			if err != nil {
+				return File{}, err
+			}
+			for k, v := range over.Params {
+				sp.Params[k] = v
+			}
+			changed = true
+		}
+		if changed {
+			out.Workloads[i] = sp.String()
+		}
+	}
+	// An experiment selecting on a value the scale changes ("scp:file=450m")
+	// selects the scaled entries: the values it names are rewritten too.
+	out.Study.Experiments = slices.Clone(f.Study.Experiments)
+	for i, e := range out.Study.Experiments {
+		if e.Workload == "" {
 			continue
 		}
-		over, err := spec.Parse(sp.Name + ":" + set)
+		sel, err := spec.Parse(e.Workload)
 		if err != nil {
-			return File{}, err
+			continue // Check reports it
 		}
-		for k, v := range over.Params {
-			sp.Params[k] = v
+		as := spec.Spec{Name: sel.Name, Params: maps.Clone(sel.Params)}
+		changed := false
+		for _, k := range keys {
+			if !Selects(sels[k], as.Name, as.Params) {
+				continue
+			}
+			over, err := spec.Parse(sel.Name + ":" + sc.Params[k])
+			if err != nil {
+				return File{}, err
+			}
+			for k, v := range over.Params {
+				if _, named := sel.Params[k]; named {
+					sel.Params[k], changed = v, true
+				}
+			}
 		}
-		out.Workloads[i] = sp.String()
+		if changed {
+			out.Study.Experiments[i].Workload = sel.String()
+		}
 	}
 	return out, nil
 }

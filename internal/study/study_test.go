@@ -176,3 +176,36 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestScaleSelectorKeys(t *testing.T) {
+	f := File{Platforms: []string{"native"}, Workloads: []string{"scp:file=450m", "scp:file=450m,clients=2", "scp:tree=2500/75m", "startup"}, Reps: "20",
+		Study: &Meta{ID: "x", Title: "t",
+			Experiments: []Experiment{{ID: "t4", Workload: "scp:file=450m"}, {ID: "t4b", Workload: "scp:tree=2500/75m"}, {ID: "t5", Workload: "scp"}},
+			Scales: map[string]Scale{"quick": {Reps: "2", Params: map[string]string{
+				"scp": "seed=2", "scp:file=450m": "file=8m", "scp:tree=2500/75m": "tree=100/2m"}}}}}
+	if err := f.Check(); err != nil {
+		t.Fatal(err)
+	}
+	q, err := f.AtScale(ScaleQuick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "scp:file=8m,seed=2;scp:clients=2,file=8m,seed=2;scp:seed=2,tree=100/2m;startup"
+	if got := strings.Join(q.Workloads, ";"); got != want {
+		t.Fatalf("quick workloads %s, want %s", got, want)
+	}
+	if e := q.Study.Experiments; e[0].Workload != "scp:file=8m" || e[1].Workload != "scp:tree=100/2m" || e[2].Workload != "scp" {
+		t.Fatalf("quick experiments %+v", e)
+	}
+	if f.Study.Experiments[0].Workload != "scp:file=450m" {
+		t.Fatal("AtScale changed its receiver's experiments")
+	}
+	// Every experiment still selects an entry of the scaled file.
+	if err := q.Check(); err != nil {
+		t.Fatal(err)
+	}
+	f.Study.Scales["quick"].Params["scp:file=1g"] = "file=8m"
+	if err := f.Check(); err == nil || !strings.Contains(err.Error(), "selects no entry") {
+		t.Fatalf("a scale key selecting nothing: %v", err)
+	}
+}
