@@ -53,12 +53,17 @@ const Code = "n"
 // Factory registers the systemd-nspawn platform.
 var Factory = platform.Factory{
 	Name: "nspawn",
-	Help: "systemd-nspawn on an overlay rootfs (no systemd needed); network=host (default), none or bridge",
-	New:  New,
+	Help: "systemd-nspawn on an overlay rootfs (no systemd needed); network=host (default), none or bridge; " +
+		"boot=true boots the image's systemd (image=debian) as a system container",
+	Extra: []string{"boot"},
+	New:   New,
 }
 
 // Platform runs systemd-nspawn containers.
-type Platform struct{ *local.Host }
+type Platform struct {
+	*local.Host
+	boot bool // boot=true: the image's init at PID 1 (system.go)
+}
 
 // New checks the options.
 func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
@@ -69,7 +74,11 @@ func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Pl
 	if err := h.CheckNetwork(o.Base.Network); err != nil {
 		return nil, err
 	}
-	return &Platform{h}, nil
+	boot, err := parseBoot(o.Extra["boot"])
+	if err != nil {
+		return nil, err
+	}
+	return &Platform{Host: h, boot: boot}, nil
 }
 
 // Available checks that systemd-nspawn, nsenter and unshare exist and that
@@ -100,6 +109,9 @@ func systemdPID1() bool {
 // Create starts systemd-nspawn and returns once the container's init runs
 // (or the main process already ended).
 func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Instance, err error) {
+	if err := p.checkBoot(s); err != nil {
+		return nil, err
+	}
 	in := &Instance{p: p}
 	in.Instance, err = p.Begin(ctx, s, local.Setup{DefaultNetwork: platform.NetHost, Netns: true}, in)
 	if err != nil {
@@ -109,7 +121,14 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	if in.cg, err = newGroup(in.ID(), cgroup.Limits{CPUs: s.CPUs, Memory: s.Memory}); err != nil {
 		return nil, fmt.Errorf("nspawn: %w", err)
 	}
-	args := []string{"-q", "-D", in.Overlay.Merged, "--machine=" + in.ID(), "--register=no", "--keep-unit", "--as-pid2",
+	init := "--as-pid2"
+	if p.boot {
+		init = "--boot"
+		if err := prepareSystem(in.Overlay.Merged); err != nil {
+			return nil, err
+		}
+	}
+	args := []string{"-q", "-D", in.Overlay.Merged, "--machine=" + in.ID(), "--register=no", "--keep-unit", init,
 		"--console=pipe", "--setenv=" + local.Env()[2], "--chdir=/"}
 	switch {
 	case in.Network == platform.NetNone:
@@ -120,14 +139,16 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	if in.Volume != "" {
 		args = append(args, "--bind="+in.Volume+":"+platform.ScratchDir)
 	}
-	args = append(append(args, "--"), local.MainArgv(s)...)
+	if !p.boot {
+		args = append(append(args, "--"), local.MainArgv(s)...)
+	}
 	argv := in.hostArgv(append([]string{"unshare", "-m", "sh", "-c",
 		`mkdir -p /run/systemd/nspawn && mount -t tmpfs -o mode=0755 isobench-nspawn /run/systemd/nspawn && exec "$0" "$@"`,
 		"systemd-nspawn"}, args...))
 
 	stdout := s.MainStdout
-	if stdout == nil {
-		stdout = io.Discard
+	if stdout == nil || p.boot {
+		stdout = io.Discard // boot: the main process is started once the system is up
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = stdout, &in.Stderr
@@ -140,10 +161,20 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		return nil, fmt.Errorf("nspawn: start: %w", err)
 	}
 	in.Main = cmd
+	nspawnDone := make(chan struct{})
 	go func() {
-		in.MainErr = cmd.Wait()
+		err := cmd.Wait()
+		if p.boot {
+			in.nspawnErr = err
+			close(nspawnDone)
+			return
+		}
+		in.MainErr = err
 		close(in.Done)
 	}()
+	if p.boot {
+		go in.awaitSystem(nspawnDone)
+	}
 	leader, err := in.waitLeader(ctx)
 	if err != nil {
 		return nil, err
@@ -159,6 +190,12 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		if in.confine, err = local.ProcConfinement(pid); err != nil {
 			return nil, fmt.Errorf("nspawn: %w", err)
 		}
+	}
+	if p.boot {
+		if err := in.bootSystem(ctx, s); err != nil {
+			return nil, err
+		}
+		return in, nil
 	}
 	if s.Phase != nil {
 		s.Phase("started", time.Now())
@@ -185,7 +222,7 @@ func (in *Instance) waitLeader(ctx context.Context) (int, error) {
 		for _, c := range children(pid) {
 			comm, _ := os.ReadFile("/proc/" + strconv.Itoa(c) + "/comm")
 			pidNS, _ := os.Readlink("/proc/" + strconv.Itoa(c) + "/ns/pid")
-			if strings.TrimSpace(string(comm)) == stubInit && pidNS != "" && pidNS != myPidNS {
+			if name := strings.TrimSpace(string(comm)); (name == stubInit || (in.p.boot && name == "systemd")) && pidNS != "" && pidNS != myPidNS {
 				return c, nil
 			}
 		}
@@ -230,6 +267,10 @@ type Instance struct {
 	// confine is the main process's confinement (local.ProcConfinement),
 	// which Exec gives its commands
 	confine map[string]string
+	// boot=true (system.go)
+	nspawnErr error
+	mainExit  chan error
+	bootState string
 }
 
 // Exec runs argv in the container's namespaces and cgroup via nsenter.
