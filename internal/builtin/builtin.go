@@ -41,13 +41,13 @@ func Workloads() workload.Registry {
 		startup.Def,
 		astar.Def,  // open substitute for SPEC CPU 473.astar (study 003)
 		soplex.Def, // open substitute for SPEC CPU 450.soplex (study 003)
-		spark.Def,  // HiBench on Spark (study 003)
 	}
 	defs = append(defs, tooladapt.Defs()...)
 	defs = append(defs, netbench.Defs()...)  // incl. the hidden _net-server, _net-client halves
 	defs = append(defs, lifecycle.Defs()...) // incl. the hidden _spin load
 	defs = append(defs, service.Defs()...)   // incl. the hidden _service, _service-log halves
 	defs = append(defs, transfer.Defs()...)  // incl. the hidden _transfer half
+	defs = append(defs, spark.Defs()...)     // HiBench on Spark (study 003), incl. the hidden cluster halves
 	r, err := workload.NewRegistry(defs...)
 	if err != nil {
 		// The list above is fixed at compile time; a duplicate is a

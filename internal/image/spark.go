@@ -173,6 +173,9 @@ func (b Builder) SparkBase(ctx context.Context) (string, error) {
 		"--dpkgopt=path-exclude=/usr/share/doc/*",
 		"--dpkgopt=path-exclude=/usr/share/locale/*",
 		"--dpkgopt=path-include=/usr/share/locale/locale.alias",
+		// Java's postinst registers its man page with update-alternatives,
+		// which fails when the man directory (excluded above) is missing.
+		"--essential-hook=mkdir -p \"$1\"/usr/share/man/man1",
 		"--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*.bin",
 		rel, target, srcFile,
 	}

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"encoding/hex"
 	"fmt"
-	"hash/fnv"
+	"hash/crc32"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -19,7 +19,7 @@ import (
 
 // genVersion changes whenever a generator's output changes, so cached
 // inputs of an older generator are not reused.
-const genVersion = "1"
+const genVersion = "2"
 
 // countingWriter counts the bytes written through it.
 type countingWriter struct {
@@ -113,18 +113,15 @@ func GenWords(w io.Writer, size int64, seed uint64) (WordTruth, error) {
 type SortTruth struct {
 	Bytes    int64  `json:"bytes"`
 	Records  int64  `json:"records"`
-	Checksum uint64 `json:"checksum"` // sum of the records' FNV-1a hashes (order-free)
+	Checksum uint64 `json:"checksum"` // sum of the records' CRC-32s (order-free)
 }
 
 // RecordSize is the size of one TeraGen record in the input.
 const RecordSize = 100
 
-// recordHash hashes one record without its line end.
-func recordHash(rec []byte) uint64 {
-	h := fnv.New64a()
-	h.Write(rec)
-	return h.Sum64()
-}
+// recordHash hashes one record without its line end (CRC-32, which the
+// PySpark side computes too, with zlib.crc32).
+func recordHash(rec []byte) uint64 { return uint64(crc32.ChecksumIEEE(rec)) }
 
 // GenRecords writes size/100 (at least one) TeraGen records in gensort's
 // ASCII form: a 10-byte printable key, two blanks, the row id as 32 hex

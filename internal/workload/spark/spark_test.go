@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"hash/crc32"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -368,5 +370,39 @@ func TestKMeansOnSpark(t *testing.T) {
 	j, res := runHost(t, map[string]string{"job": "kmeans", "size": "1m", "k": "5"})
 	if err := Verify(j, res); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestVerifySortSummary(t *testing.T) {
+	var in bytes.Buffer
+	st, _ := GenRecords(&in, 1000, 1)
+	truth, _ := json.Marshal(st)
+	recs := strings.Split(strings.TrimSpace(strings.ReplaceAll(in.String(), "\r\n", "\n")), "\n")
+	sortRecs := append([]string(nil), recs...)
+	sort.Slice(sortRecs, func(a, b int) bool { return sortRecs[a][:10] < sortRecs[b][:10] })
+	summary := func(parts ...[]string) []byte {
+		var v []map[string]any
+		for i, p := range parts {
+			var sum uint64
+			for _, r := range p {
+				sum += uint64(crc32.ChecksumIEEE([]byte(r)))
+			}
+			m := map[string]any{"part": i, "records": len(p), "checksum": sum, "ordered": true, "bad_length": 0}
+			if len(p) > 0 {
+				m["first"], m["last"] = p[0][:10], p[len(p)-1][:10]
+			}
+			v = append(v, m)
+		}
+		b, _ := json.Marshal(map[string]any{"validate": v})
+		return b
+	}
+	if err := verifySortSummary(truth, summary(sortRecs[:4], nil, sortRecs[4:])); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifySortSummary(truth, summary(sortRecs[4:], sortRecs[:4])); err == nil {
+		t.Fatal("partitions in the wrong order passed")
+	}
+	if err := verifySortSummary(truth, summary(sortRecs[1:])); err == nil {
+		t.Fatal("a lost record passed")
 	}
 }

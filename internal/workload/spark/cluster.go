@@ -1,0 +1,312 @@
+package spark
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/isobench/isobench/internal/agenthost"
+	"github.com/isobench/isobench/internal/image"
+	"github.com/isobench/isobench/internal/par"
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+// Names of the cluster workload and its hidden in-guest halves.
+const (
+	ClusterName = "spark-cluster"
+	PrepareName = "_spark-prepare" // generates the input in an instance
+	DriverName  = "_spark-driver"  // submits the job to a standalone master
+)
+
+// Standalone cluster ports inside the instances.
+const (
+	masterPort   = 7077
+	masterUIPort = 8080
+	workerUIPort = 8081
+)
+
+// clusterHome is Spark's home in the spark image.
+const clusterHome = image.SparkPySparkDir + "/pyspark"
+
+func paramsWith(extra ...workload.Param) []workload.Param {
+	ps := append([]workload.Param(nil), Def.Params...)
+	return append(ps, extra...)
+}
+
+// clusterParams are the cluster workload's: the job's, the worker count,
+// and the workers' executor memory; cores is per worker, executors is
+// unused (one executor per worker).
+var clusterParams = paramsWith(
+	workload.Param{Name: "cluster", Kind: workload.Int, Default: "2", Min: 1, Max: 64, Help: "workers (one instance each) besides the master and driver's instance"},
+	workload.Param{Name: "executor-memory", Kind: workload.Size, Default: "1g", Min: 256 << 20, Max: 1 << 40, Help: "memory of each worker's executor"},
+)
+
+// ClusterDef is the spark-cluster workload: a Spark standalone cluster over
+// cluster+1 instances (the master and the driver in the first, a worker in
+// each other) running one job, as study 003 spreads HiBench over 8 nodes.
+var ClusterDef = workload.Def{
+	Name:   ClusterName,
+	Help:   "HiBench on a Spark standalone cluster: master and driver in one instance, a worker in each of cluster others (needs --image spark and instances with their own addresses, e.g. docker); job duration and throughput, output verified",
+	Params: clusterParams,
+	Derive: Def.Derive,
+	Host:   runCluster,
+	Timeout: func(p workload.Params) time.Duration {
+		return Def.Timeout(p) + 5*time.Minute
+	},
+}
+
+var prepareDef = workload.Def{
+	Name:    PrepareName,
+	Help:    "internal: generates a spark job's input in the instance's scratch directory",
+	Params:  Def.Params,
+	Derive:  Def.Derive,
+	Agent:   prepareAgent,
+	Timeout: Def.Timeout,
+}
+
+var driverDef = workload.Def{
+	Name: DriverName,
+	Help: "internal: submits a spark job to a standalone master and checks its output",
+	Params: paramsWith(
+		workload.Param{Name: "master", Kind: workload.String, Help: "spark://host:port"},
+		workload.Param{Name: "driver-host", Kind: workload.String, Help: "the address executors reach the driver at"},
+		workload.Param{Name: "executor-memory", Kind: workload.Size, Default: "1g", Min: 256 << 20, Max: 1 << 40, Help: "executor memory"},
+	),
+	Derive:  Def.Derive,
+	Agent:   driverAgent,
+	Timeout: Def.Timeout,
+}
+
+// Defs returns the spark workloads: local mode, the standalone cluster and
+// the cluster's hidden halves.
+func Defs() []workload.Def { return []workload.Def{Def, ClusterDef, prepareDef, driverDef} }
+
+func prepareAgent(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	dir, err := workload.Scratch()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	j, err := Prepare(dir, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := ready(); err != nil {
+		return nil, err
+	}
+	return []sample.Metric{
+		{Name: "input_bytes", Value: float64(j.Bytes), Unit: "B", Better: sample.Higher, Agg: sample.Max},
+		{Name: "prepare_time", Value: time.Since(start).Seconds(), Unit: "s", Better: sample.Lower, Agg: sample.Max},
+	}, nil
+}
+
+func driverAgent(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	host := p.Str("driver-host")
+	if p.Str("master") == "" || host == "" {
+		return nil, errors.New("spark driver: master and driver-host are required")
+	}
+	return submitJob(ctx, p, ready, Submit{
+		Master: p.Str("master"), Memory: p.Size("memory"),
+		ExecutorCores: p.Int("cores"), ExecutorMemory: p.Size("executor-memory"),
+		ConfExtra: []string{
+			"spark.driver.host=" + host, "spark.driver.bindAddress=" + host,
+			"spark.executorEnv.PYTHONPATH=" + image.SparkPySparkDir,
+			"spark.executorEnv.PYSPARK_PYTHON=python3",
+		},
+	})
+}
+
+// daemonEnv runs a Spark daemon in the foreground inside an instance.
+func daemonArgv(class string, args ...string) []string {
+	argv := []string{"env",
+		"SPARK_HOME=" + clusterHome, "SPARK_NO_DAEMONIZE=1",
+		"PYTHONPATH=" + image.SparkPySparkDir, "PYSPARK_PYTHON=python3",
+		"SPARK_WORKER_DIR=" + platform.ScratchDir + "/spark-work",
+		"SPARK_LOCAL_DIRS=" + platform.ScratchDir + "/spark-local",
+		clusterHome + "/bin/spark-class", class}
+	return append(argv, args...)
+}
+
+// daemon is a Spark master or worker running in an instance.
+type daemon struct {
+	name string
+	out  tailWriter
+	mu   sync.Mutex
+	done chan error
+}
+
+func startDaemon(ctx context.Context, in platform.Instance, name string, argv []string) *daemon {
+	d := &daemon{name: name, done: make(chan error, 1)}
+	w := lockedWriter{mu: &d.mu, w: &d.out}
+	go func() { d.done <- in.Exec(ctx, argv, platform.ExecIO{Stdout: w, Stderr: w}) }()
+	return d
+}
+
+func (d *daemon) log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.out.String()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *tailWriter
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// masterState is the part of the master's /json/ page we read.
+type masterState struct {
+	Status       string `json:"status"`
+	AliveWorkers int    `json:"aliveworkers"`
+}
+
+// waitWorkers polls the master's status page until n workers are alive,
+// a daemon exits, or ctx ends.
+func waitWorkers(ctx context.Context, ui string, n int, daemons []*daemon) error {
+	c := &http.Client{Timeout: 5 * time.Second}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	last := "no answer"
+	for {
+		for _, d := range daemons {
+			select {
+			case err := <-d.done:
+				return fmt.Errorf("spark cluster: the %s exited (%v): %s", d.name, err, d.log())
+			default:
+			}
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ui+"/json/", nil)
+		if resp, err := c.Do(req); err == nil {
+			var st masterState
+			var buf bytes.Buffer
+			buf.ReadFrom(resp.Body)
+			resp.Body.Close()
+			if json.Unmarshal(buf.Bytes(), &st) == nil {
+				if st.Status == "ALIVE" && st.AliveWorkers >= n {
+					return nil
+				}
+				last = fmt.Sprintf("status %s, %d of %d workers alive", st.Status, st.AliveWorkers, n)
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("spark cluster: waiting for %d workers at %s: %w (last: %s)", n, ui, ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+func runCluster(ctx context.Context, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
+	n := p.Int("cluster")
+	insts := make([]platform.Instance, n+1)
+	var mu sync.Mutex
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		mu.Lock()
+		defer mu.Unlock()
+		par.Each(len(insts), func(i int) error {
+			if insts[i] != nil {
+				insts[i].Close(cctx)
+			}
+			return nil
+		})
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := par.Each(n+1, func(i int) error {
+		s := env.Base
+		s.Name = env.NewName()
+		s.Image = image.Spark
+		s.Ports = []int{masterPort, masterUIPort}
+		in, err := env.Platform.Create(ctx, s)
+		mu.Lock()
+		insts[i] = in
+		mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("spark cluster: create instance %d: %w", i, err)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	addrs := make([]string, n+1)
+	seen := map[string]bool{}
+	for i, in := range insts {
+		a, err := in.Address(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("spark cluster: instance %d address: %w", i, err)
+		}
+		if a == "" || seen[a] || net.ParseIP(a) == nil || net.ParseIP(a).IsLoopback() {
+			return nil, fmt.Errorf("spark cluster: instance %d has address %q: a cluster needs instances with their own addresses (a bridge network; not native, host or none)", i, a)
+		}
+		seen[a] = true
+		addrs[i] = a
+	}
+	// HiBench's prepare: the same seeded input on every node (no shared
+	// file system: each executor reads its splits from its own disk).
+	g := agenthost.StartGroup(ctx, insts, PrepareName, p.String())
+	if _, err := g.Barrier(ctx); err != nil {
+		g.Abort()
+		return nil, fmt.Errorf("spark cluster: preparing the input: %w", err)
+	}
+	if _, _, err := g.Results(ctx); err != nil {
+		return nil, fmt.Errorf("spark cluster: preparing the input: %w", err)
+	}
+	dctx, stop := context.WithCancel(ctx)
+	defer stop()
+	master := "spark://" + net.JoinHostPort(addrs[0], strconv.Itoa(masterPort))
+	daemons := []*daemon{startDaemon(dctx, insts[0], "master", daemonArgv("org.apache.spark.deploy.master.Master",
+		"--host", addrs[0], "--port", strconv.Itoa(masterPort), "--webui-port", strconv.Itoa(masterUIPort)))}
+	for i := 1; i <= n; i++ {
+		daemons = append(daemons, startDaemon(dctx, insts[i], fmt.Sprintf("worker %d", i), daemonArgv("org.apache.spark.deploy.worker.Worker",
+			"--host", addrs[i], "--cores", strconv.Itoa(p.Int("cores")),
+			"--memory", strconv.FormatInt(p.Size("executor-memory")>>20, 10)+"m",
+			"--webui-port", strconv.Itoa(workerUIPort), master)))
+	}
+	ui, err := platform.Endpoint(ctx, insts[0], masterUIPort)
+	if err != nil {
+		return nil, fmt.Errorf("spark cluster: master UI: %w", err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Minute)
+	err = waitWorkers(wctx, ui, n, daemons)
+	wcancel()
+	if err != nil {
+		return nil, err
+	}
+	raw := p.Raw()
+	delete(raw, "cluster")
+	raw["master"] = master
+	raw["driver-host"] = addrs[0]
+	sess := agenthost.Start(ctx, insts[0], DriverName, spec.Canonical(raw))
+	if err := sess.WaitReady(ctx); err != nil {
+		sess.Abort()
+		return nil, fmt.Errorf("spark cluster: driver: %w", err)
+	}
+	if err := sess.Release(); err != nil {
+		return nil, fmt.Errorf("spark cluster: driver: %w", err)
+	}
+	ms, _, err := sess.Result(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("spark cluster: driver: %w (master: %s)", err, daemons[0].log())
+	}
+	tags := map[string]string{"workers": strconv.Itoa(n), "network": insts[0].Facts(ctx)["network"]}
+	return []workload.InstanceResult{{Instance: 0, Metrics: ms, Tags: tags}}, nil
+}

@@ -1,0 +1,86 @@
+package spark_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/isobench/isobench/internal/platform/conformance"
+	"github.com/isobench/isobench/internal/platform/local"
+	"github.com/isobench/isobench/internal/workload/spark"
+)
+
+var agentBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(conformance.AgentTestMain(m, &agentBin, "spark"))
+}
+
+// TestWordCountAndTeraSortOnNativeAndDocker runs wordcount and terasort at
+// a small size natively (the host's java and pyspark) and in Docker (the
+// spark image profile) through the real binary, and checks that every
+// platform produced verified, positive durations and throughputs.
+func TestWordCountAndTeraSortOnNativeAndDocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Spark and containers")
+	}
+	if _, err := spark.Find(t.Context()); err != nil {
+		t.Skipf("no Spark on the host: %v", err)
+	}
+	if err := exec.Command("docker", "info").Run(); err != nil {
+		conformance.SkipUnlessRequired(t, "docker", err)
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	jobs := []string{"spark:job=wordcount,size=4m", "spark:job=terasort,size=4m"}
+	args := []string{"run", "--quiet", "--platform", "native", "--platform", "docker", "--image", "spark", "--reps", "1", "--db", db}
+	for _, j := range jobs {
+		args = append(args, "--workload", j)
+	}
+	cmd := exec.Command(agentBin, args...)
+	// The spark image's Debian tree is kept in the shared test state
+	// directory: built once, reused by later runs.
+	cmd.Env = append(os.Environ(), "ISOBENCH_STATE="+local.TestStateDir(), "TMPDIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	out, err := exec.Command(agentBin, "results", "--db", db).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Platform, Workload, Params, Metric, Unit string
+		Value                                    float64
+	}
+	seen := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r row
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Workload != "spark" {
+			continue
+		}
+		if !(r.Value > 0) {
+			t.Errorf("%s %s on %s: %v %s", r.Params, r.Metric, r.Platform, r.Value, r.Unit)
+		}
+		job := "wordcount"
+		if strings.Contains(r.Params, "job=terasort") {
+			job = "terasort"
+		}
+		seen[r.Platform+" "+job+" "+r.Metric] = true
+		t.Logf("%s %s %s = %.4g %s", r.Platform, job, r.Metric, r.Value, r.Unit)
+	}
+	for _, p := range []string{"native", "docker"} {
+		for _, j := range []string{"wordcount", "terasort"} {
+			for _, m := range []string{"duration", "throughput"} {
+				if !seen[p+" "+j+" "+m] {
+					t.Errorf("no %s %s sample on %s", j, m, p)
+				}
+			}
+		}
+	}
+}
