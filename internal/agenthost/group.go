@@ -87,9 +87,10 @@ func (g Group) Barrier(ctx context.Context) (skew time.Duration, err error) {
 	case BarrierStdin:
 		release = func(i int) error { return g[i].Release() }
 	case "", BarrierDeadline:
-		// Far enough ahead that every agent reads its line first: a few
-		// round trips, at least 5 ms, at most a second.
-		margin := min(max(5*time.Millisecond, 4*rtt), time.Second)
+		// Far enough ahead that every agent reads its line first: eight
+		// of the slowest round trips seen, at least 20 ms, at most 2 s
+		// (a line that arrives late starts its agent late: skew).
+		margin := min(max(20*time.Millisecond, 8*rtt), 2*time.Second)
 		deadline := monotonic() + int64(margin)
 		release = func(i int) error { return g[i].ReleaseAt(deadline + offsets[i]) }
 	default:
@@ -120,13 +121,14 @@ func (g Group) Barrier(ctx context.Context) (skew time.Duration, err error) {
 
 // clockOffsets estimates, for every session, the agent's clock minus the
 // host's (ns), from the ping with the shortest round trip (Cristian's
-// method), and returns the longest of those best round trips. When every
+// method), and returns the longest round trip of any ping. When every
 // offset is smaller than its round trip, the clocks cannot be told apart
 // from one shared clock (containers share the host's CLOCK_MONOTONIC) and
 // the offsets are taken as 0, which is exact there.
 func (g Group) clockOffsets(ctx context.Context) ([]int64, time.Duration, error) {
 	offsets := make([]int64, len(g))
-	rtts := make([]int64, len(g))
+	rtts := make([]int64, len(g))   // best round trip per session
+	worsts := make([]int64, len(g)) // slowest round trip per session
 	if err := par.Each(len(g), func(i int) error {
 		best := int64(-1)
 		for range pings {
@@ -134,10 +136,12 @@ func (g Group) clockOffsets(ctx context.Context) ([]int64, time.Duration, error)
 			if err != nil {
 				return &InstanceError{Index: i, Err: fmt.Errorf("barrier clock ping: %w", err)}
 			}
-			if rtt := recv - sent; best < 0 || rtt < best {
+			rtt := recv - sent
+			if best < 0 || rtt < best {
 				best = rtt
 				offsets[i] = agent - (sent+recv)/2
 			}
+			worsts[i] = max(worsts[i], rtt)
 		}
 		rtts[i] = best
 		return nil
@@ -150,7 +154,7 @@ func (g Group) clockOffsets(ctx context.Context) ([]int64, time.Duration, error)
 		if abs(offsets[i]) > rtts[i] {
 			shared = false
 		}
-		worst = max(worst, rtts[i])
+		worst = max(worst, worsts[i])
 	}
 	if shared {
 		clear(offsets)

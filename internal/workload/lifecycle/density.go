@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -46,6 +47,10 @@ func density(ctx context.Context, p workload.Params, env workload.HostEnv) ([]wo
 	if avail0 < floor {
 		return nil, fmt.Errorf("density: the host has %d MiB available, already below memory-limit=%d MiB: nothing to measure", avail0>>20, floor>>20)
 	}
+	// isobench's own CPU and memory while it holds the instances: it must
+	// not be what limits density (issue 20).
+	self := os.Getpid()
+	selfCPU0, _ := procCPU(self)
 	var results []workload.InstanceResult
 	var fps []platform.Footprinter
 	stop, stopErr := StopMax, ""
@@ -97,6 +102,12 @@ func density(ctx context.Context, p workload.Params, env workload.HostEnv) ([]wo
 			{Name: "create_ms", Value: ms(create), Unit: "ms", Better: sample.Lower, Agg: sample.Max},
 			bytesMetric("host_memory_growth_bytes", avail0-availNow, sample.Max),
 			{Name: "instances", Value: float64(k), Unit: "instances", Better: sample.Higher, Agg: sample.Max},
+		}
+		if c, err := procCPU(self); err == nil {
+			m = append(m, sample.Metric{Name: "isobench_cpu_seconds", Value: c - selfCPU0, Unit: "s", Better: sample.Lower, Agg: sample.Max})
+		}
+		if rss, _, err := procMem(self); err == nil {
+			m = append(m, bytesMetric("isobench_rss_bytes", rss, sample.Max))
 		}
 		if len(fps) == k {
 			mem, eng, err := totals(ctx, fps)

@@ -201,6 +201,9 @@ func checkDensity(t *testing.T, res []workload.InstanceResult, want int, wantSto
 		if _, ok := ms["host_memory_growth_bytes"]; !ok {
 			t.Error("no host_memory_growth_bytes")
 		}
+		if ms["isobench_rss_bytes"].Value <= 0 || ms["isobench_cpu_seconds"].Value < 0 {
+			t.Errorf("isobench's own rss %v, cpu %v: want positive rss and cpu", ms["isobench_rss_bytes"].Value, ms["isobench_cpu_seconds"].Value)
+		}
 	}
 }
 
