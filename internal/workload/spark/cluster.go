@@ -262,7 +262,10 @@ func runCluster(ctx context.Context, p workload.Params, env workload.HostEnv) ([
 	}
 	// HiBench's prepare: the same seeded input on every node (no shared
 	// file system: each executor reads its splits from its own disk).
-	g := agenthost.StartGroup(ctx, insts, PrepareName, p.String())
+	prep := p.Raw()
+	delete(prep, "cluster")
+	delete(prep, "executor-memory")
+	g := agenthost.StartGroup(ctx, insts, PrepareName, spec.Canonical(prep))
 	if _, err := g.Barrier(ctx); err != nil {
 		g.Abort()
 		return nil, fmt.Errorf("spark cluster: preparing the input: %w", err)

@@ -84,3 +84,54 @@ func TestWordCountAndTeraSortOnNativeAndDocker(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterOnDocker runs wordcount and terasort on a Spark standalone
+// cluster of a master and two workers in Docker containers, checked as in
+// local mode (TeraSort through the job's per-partition summaries).
+func TestClusterOnDocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Spark cluster in containers")
+	}
+	if _, err := spark.Find(t.Context()); err != nil {
+		t.Skipf("no Spark on the host to build the image from: %v", err)
+	}
+	if err := exec.Command("docker", "info").Run(); err != nil {
+		conformance.SkipUnlessRequired(t, "docker", err)
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "c.db")
+	cmd := exec.Command(agentBin, "run", "--quiet", "--platform", "docker", "--image", "spark", "--reps", "1", "--db", db,
+		"--workload", "spark-cluster:job=wordcount,size=2m,cluster=2,cores=1,executor-memory=512m",
+		"--workload", "spark-cluster:job=terasort,size=2m,cluster=2,cores=1,executor-memory=512m")
+	cmd.Env = append(os.Environ(), "ISOBENCH_STATE="+local.TestStateDir(), "TMPDIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	out, err := exec.Command(agentBin, "results", "--db", db).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r struct {
+			Workload, Params, Metric string
+			Value                    float64
+			Instance                 int
+			Tags                     map[string]string
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Workload != spark.ClusterName || r.Metric != "duration" || r.Instance != 0 {
+			continue
+		}
+		if !(r.Value > 0) || r.Tags["workers"] != "2" {
+			t.Errorf("%s: duration %v, tags %v", r.Params, r.Value, r.Tags)
+		}
+		seen[r.Params] = true
+		t.Logf("%s: %.2fs", r.Params, r.Value)
+	}
+	if len(seen) != 2 {
+		t.Errorf("%d cluster jobs measured, want 2: %s", len(seen), out)
+	}
+}

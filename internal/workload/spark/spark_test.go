@@ -406,3 +406,28 @@ func TestVerifySortSummary(t *testing.T) {
 		t.Fatal("a lost record passed")
 	}
 }
+
+// The cluster passes its parameters on to its in-guest halves: they must
+// accept them.
+func TestClusterParamsReachHalves(t *testing.T) {
+	p, err := ClusterDef.Resolve(map[string]string{"job": "pagerank", "cluster": "3", "executor-memory": "512m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep := p.Raw()
+	delete(prep, "cluster")
+	delete(prep, "executor-memory")
+	if _, err := prepareDef.Resolve(prep); err != nil {
+		t.Fatal(err)
+	}
+	drv := p.Raw()
+	delete(drv, "cluster")
+	drv["master"], drv["driver-host"] = "spark://10.0.0.1:7077", "10.0.0.1"
+	dp, err := driverDef.Resolve(drv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dp.Int("iterations") != 3 || dp.Size("executor-memory") != 512<<20 {
+		t.Fatalf("driver params %v", dp)
+	}
+}
