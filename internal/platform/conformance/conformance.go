@@ -680,8 +680,10 @@ func (s *suite) serveAndFetchAt(t *testing.T, ctx context.Context, inst platform
 	t.Helper()
 	token := "conformance-" + randomHex(8)
 	dir := "/tmp/www-" + s.tag
-	// busybox httpd daemonizes unless -f: the exec returns once it listens
-	mustRun(t, ctx, inst, "sh", "-c", fmt.Sprintf("mkdir -p %s && echo %s > %s/index.html && httpd -p %d -h %s", dir, token, dir, port, dir))
+	// busybox httpd daemonizes unless -f: the exec returns once it listens;
+	// images without busybox (debian) have python3's server, started in
+	// the background (the fetch below waits for it)
+	mustRun(t, ctx, inst, "sh", "-c", fmt.Sprintf("mkdir -p %[3]s && echo %[1]s > %[3]s/index.html && if command -v httpd >/dev/null; then httpd -p %[2]d -h %[3]s; else cd %[3]s && (python3 -m http.server %[2]d </dev/null >/dev/null 2>&1 &); fi", token, port, dir))
 	var lastErr error
 	for ctx.Err() == nil {
 		body, err := httpGet(ctx, s.opts.Dial, target)
