@@ -311,6 +311,10 @@ func (p *Platform) buildInitramfs(ctx context.Context, profile string, k kernel)
 	if err != nil {
 		return "", fmt.Errorf("qemu: writing initramfs: %w", err)
 	}
+	if profile == bootProfile {
+		// one per agent build: an agent rebuild makes a new one
+		pruneStale(dir, "initramfs-boot-", ".cpio.gz", out)
+	}
 	return out, nil
 }
 

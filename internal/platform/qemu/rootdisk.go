@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/isobench/isobench/internal/fstree"
 	"github.com/isobench/isobench/internal/image"
@@ -104,7 +105,36 @@ func (p *Platform) buildRootDisk(ctx context.Context, profile string) (string, e
 	if err := os.Rename(img, out); err != nil {
 		return "", fmt.Errorf("qemu: %w", err)
 	}
+	pruneStale(dir, "root-"+profile+"-", ".img", out)
 	return out, nil
+}
+
+// StaleAge is how old an unused cached root disk or boot initramfs must be
+// before a newer build removes it (another process may be about to boot
+// a VM from it).
+const StaleAge = time.Hour
+
+// pruneStale removes the files of dir named prefix+KEY+suffix (KEY
+// without a dash: root-debian- must not match root-debian-docker-), except
+// keep, last modified more than StaleAge ago: root disks of older Debian
+// contents (a gigabyte each) and boot initramfs of older agents. A VM
+// running from one keeps its open file.
+func pruneStale(dir, prefix, suffix, keep string) {
+	es, _ := os.ReadDir(dir)
+	for _, e := range es {
+		key, okP := strings.CutPrefix(e.Name(), prefix)
+		key, okS := strings.CutSuffix(key, suffix)
+		if !okP || !okS || key == "" || strings.Contains(key, "-") {
+			continue
+		}
+		f := filepath.Join(dir, e.Name())
+		if f == keep {
+			continue
+		}
+		if st, err := os.Stat(f); err == nil && time.Since(st.ModTime()) > StaleAge {
+			os.Remove(f)
+		}
+	}
 }
 
 // treeSize is the bytes (rounded up to 4 KiB blocks) and entries of dir.
