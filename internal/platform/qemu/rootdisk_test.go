@@ -112,3 +112,31 @@ func TestConformanceDebian(t *testing.T) {
 		Timeout:    5 * time.Minute,
 	})
 }
+
+// TestPruneStale removes old cached files but keeps the new one and
+// recent ones (another process may boot from them), and never another
+// profile's.
+func TestPruneStale(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-2 * StaleAge)
+	for _, n := range []string{"root-debian-a.img", "root-debian-b.img", "root-debian-c.img", "root-debian-docker-d.img"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"root-debian-a.img", "root-debian-b.img", "root-debian-docker-d.img"} {
+		if err := os.Chtimes(filepath.Join(dir, n), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pruneStale(dir, "root-debian-", ".img", filepath.Join(dir, "root-debian-b.img"))
+	var left []string
+	es, _ := os.ReadDir(dir)
+	for _, e := range es {
+		left = append(left, e.Name())
+	}
+	want := "root-debian-b.img root-debian-c.img root-debian-docker-d.img"
+	if got := strings.Join(left, " "); got != want {
+		t.Errorf("left %q, want %q", got, want)
+	}
+}
