@@ -45,9 +45,10 @@ import (
 
 // Factory registers the lxd platform.
 var Factory = platform.Factory{
-	Name:  "lxd",
-	Help:  "LXD system containers via its REST API; image imported from the profile's rootfs; network=bridge (default, the isobench bridge) or none; pool=<storage pool> (default isobench), privileged=true|false",
-	Extra: []string{"pool", "privileged"},
+	Name: "lxd",
+	Help: "LXD system containers via its REST API; image imported from the profile's rootfs; network=bridge (default, the isobench bridge) or none; pool=<storage pool> (default isobench), privileged=true|false; " +
+		"init=system boots the image's systemd (image=debian) with its usual services",
+	Extra: []string{"pool", "privileged", "init"},
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, o, env)
 	},
@@ -70,6 +71,7 @@ type Platform struct {
 	network    string
 	pool       string
 	privileged bool
+	system     bool // init=system (system.go)
 	rootfs     *local.Rootfs
 
 	imageMu sync.Mutex
@@ -93,6 +95,10 @@ func New(ctx context.Context, o platform.Options, env platform.Env) (*Platform, 
 		return nil, err
 	}
 	if err := checkStorage(o.Base.Storage); err != nil {
+		return nil, err
+	}
+	var err error
+	if p.system, err = parseInit(o.Extra["init"]); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -367,7 +373,7 @@ type instancesPost struct {
 // instanceConfig builds the creation request for spec s.
 func (p *Platform) instanceConfig(s platform.Spec, id, alias, volume, hostVeth string) instancesPost {
 	cfg := map[string]string{
-		"raw.lxc":        "lxc.init.cmd = " + image.AgentPath + " agent idle\nlxc.mount.auto = cgroup:ro:force\n",
+		"raw.lxc":        p.rawLXC(),
 		"user.isobench":  "1",
 		"boot.autostart": "false",
 	}
@@ -425,6 +431,9 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	if err := checkNetwork(s.Network); err != nil {
 		return nil, err
 	}
+	if err := p.checkSystem(s); err != nil {
+		return nil, err
+	}
 	alias, err := p.image(ctx, s.Image)
 	if err != nil {
 		return nil, err
@@ -473,7 +482,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	if _, err := p.c.async(ctx, http.MethodPut, "/1.0/instances/"+id+"/state", map[string]any{"action": "start", "timeout": 30}, nil); err != nil {
 		return nil, fmt.Errorf("lxd: start %s: %w", id, err)
 	}
-	if s.Phase != nil {
+	if s.Phase != nil && !p.system {
 		s.Phase("started", time.Now())
 	}
 	if in.addr.IsValid() {
@@ -482,6 +491,14 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		var errb local.TailBuffer
 		if err := in.Exec(ctx, []string{"sh", "-c", script}, platform.ExecIO{Stderr: &errb}); err != nil {
 			return nil, fmt.Errorf("lxd: configuring eth0 in %s: %w: %s", id, err, errb.String())
+		}
+	}
+	if p.system {
+		if err := in.waitBooted(ctx); err != nil {
+			return nil, err
+		}
+		if s.Phase != nil {
+			s.Phase("started", time.Now())
 		}
 	}
 	if len(s.Main) > 0 {
@@ -577,6 +594,8 @@ type Instance struct {
 
 	mu     sync.Mutex
 	closed bool
+
+	bootState string // init=system: systemd's state once booted
 }
 
 // ID is the instance name ("isob-x...").

@@ -1,0 +1,88 @@
+package lxd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/isobench/isobench/internal/image"
+	"github.com/isobench/isobench/internal/platform"
+)
+
+// SystemBootTimeout bounds the wait for a system container's boot.
+const SystemBootTimeout = 3 * time.Minute
+
+// MaskedUnits are the debian image's server units a system container does
+// not start at boot (the workloads start the servers they measure); the
+// system runs its usual base services (journald, D-Bus, sshd, logind...).
+var MaskedUnits = []string{
+	"nginx.service", "apache2.service", "apache-htcacheclean.service", "redis-server.service",
+	"mariadb.service", "mysql.service", "vsftpd.service", "postfix.service", "smbd.service",
+	"nmbd.service", "samba-ad-dc.service", "systemd-networkd-wait-online.service",
+}
+
+// parseInit reads option init=: "" or "app" (the agent as the container's
+// init), "system" (the image's systemd).
+func parseInit(v string) (bool, error) {
+	switch v {
+	case "", "app":
+		return false, nil
+	case "system":
+		return true, nil
+	}
+	return false, fmt.Errorf("lxd: init=%q must be app or system", v)
+}
+
+// checkSystem refuses init=system with an image that has no init system.
+func (p *Platform) checkSystem(s platform.Spec) error {
+	if p.system && s.Image != image.Debian {
+		img := s.Image
+		if img == "" {
+			img = image.Minimal
+		}
+		return fmt.Errorf("lxd: init=system boots the image's systemd: it needs image=%s (image %s has no init system)", image.Debian, img)
+	}
+	return nil
+}
+
+// rawLXC is the instance's raw.lxc: the agent as init, or with
+// init=system the image's systemd, given the units to mask as its own
+// arguments (systemd in a container reads kernel command line options
+// from its argv), and LXD's own cgroup setup.
+func (p *Platform) rawLXC() string {
+	if !p.system {
+		return "lxc.init.cmd = " + image.AgentPath + " agent idle\nlxc.mount.auto = cgroup:ro:force\n"
+	}
+	args := []string{"/sbin/init"}
+	for _, u := range MaskedUnits {
+		args = append(args, "systemd.mask="+u)
+	}
+	return "lxc.init.cmd = " + strings.Join(args, " ") + "\n"
+}
+
+// waitBooted waits until systemd says the boot finished (running, or
+// degraded: a unit failed).
+func (in *Instance) waitBooted(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, SystemBootTimeout)
+	defer cancel()
+	var last string
+	for {
+		var out bytes.Buffer
+		in.Exec(ctx, []string{"systemctl", "is-system-running", "--wait"}, platform.ExecIO{Stdout: &out, Stderr: &out})
+		last = strings.TrimSpace(out.String())
+		if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+			last = last[i+1:]
+		}
+		if last == "running" || last == "degraded" {
+			in.bootState = last
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("lxd: system container %s did not finish booting (systemctl is-system-running said %q): %w", in.id, last, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
