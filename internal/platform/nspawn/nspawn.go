@@ -285,7 +285,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	if err != nil {
 		return fmt.Errorf("nspawn exec: %w", err)
 	}
-	enter := append(drop, "nsenter", "-t", strconv.Itoa(in.leader), "-a", "--wd=/")
+	enter := append(drop, in.nsenterArgv()...)
 	full := in.hostArgv(append(enter, local.GuestArgv(argv)...))
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 	cmd.Env = local.Env()

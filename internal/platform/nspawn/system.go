@@ -128,7 +128,7 @@ func (in *Instance) bootSystem(ctx context.Context, s platform.Spec) error {
 	if err != nil {
 		return fmt.Errorf("nspawn: %w", err)
 	}
-	enter := append(drop, "nsenter", "-t", strconv.Itoa(in.leader), "-a", "--wd=/")
+	enter := append(drop, in.nsenterArgv()...)
 	full := in.hostArgv(append(enter, local.MainArgv(s)...))
 	cmd := exec.Command(full[0], full[1:]...)
 	cmd.Env = local.Env()
@@ -141,4 +141,16 @@ func (in *Instance) bootSystem(ctx context.Context, s platform.Spec) error {
 		syscall.Kill(in.leader, syscall.SIGKILL)
 	}()
 	return nil
+}
+
+// nsenterArgv enters the container's namespaces. A booted system's root
+// is its own (systemd's, after nspawn's pivot): "--wd=/" would be opened
+// on the host before entering and leave the command's working directory
+// outside the container's root ("getcwd() failed"); -r -w take systemd's
+// root and working directory (/) instead.
+func (in *Instance) nsenterArgv() []string {
+	if in.p.boot {
+		return []string{"nsenter", "-t", strconv.Itoa(in.leader), "-a", "-r", "-w"}
+	}
+	return []string{"nsenter", "-t", strconv.Itoa(in.leader), "-a", "--wd=/"}
 }
