@@ -129,11 +129,12 @@ if want startup; then
     hyperfine -N --runs 20 --warmup 2 --export-json "$work/hf-native.json" "$PWD/$bin agent hello" >/dev/null 2>&1 && echo native >> "$work/hf.txt"
     for eng in docker podman; do
       case " $platforms " in *" $eng "*) ;; *) continue;; esac
-      # the image the startup runs used (the store keeps it in the tags)
+      # the image isobench's instances use: an in-guest run records it in its tags
+      $bin run --quiet --html none --platform "$eng" --workload cpu:duration=0.1s --reps 1 --db "$work/ref-$eng.db" >/dev/null 2>&1 || true
       img=$(python3 -c 'import sqlite3, sys
 r = sqlite3.connect(sys.argv[1]).execute("SELECT json_extract(tags, ?) FROM samples WHERE platform = ? AND json_extract(tags, ?) IS NOT NULL LIMIT 1", ("$.image", sys.argv[2], "$.image")).fetchone()
-print(r[0] if r else "")' "$work/startup.db" "$eng" 2>/dev/null || true)
-      [ -n "$img" ] || { echo "$eng: no image recorded by the startup run"; continue; }
+print(r[0] if r else "")' "$work/ref-$eng.db" "$eng" 2>/dev/null || true)
+      [ -n "$img" ] || { echo "$eng: no image recorded by an in-guest run"; continue; }
       agent=/usr/local/bin/isobench
       hyperfine -N --runs 10 --warmup 1 --export-json "$work/hf-$eng.json" "$eng run --rm $img $agent agent hello" >/dev/null 2>&1 && echo "$eng" >> "$work/hf.txt"
     done
