@@ -381,6 +381,7 @@ alias_database =
 local_recipient_maps =
 biff = no
 smtputf8_enable = no
+smtpd_peername_lookup = no
 maillog_file_prefixes = %[1]s
 maillog_file = %[5]s
 smtpd_client_connection_count_limit = 0
