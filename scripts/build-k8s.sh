@@ -16,7 +16,9 @@
 # K8S_BIN/current/ links to the versions in use. A second run does nothing.
 #   scripts/build-k8s.sh            build what is missing
 #   scripts/build-k8s.sh --print    print the binary directory and exit
-# Versions: K8S_VERSION, CONTAINERD_VERSION, GVISOR_VERSION override the defaults.
+# Versions: K8S_VERSION, CONTAINERD_VERSION, GVISOR_VERSION override the defaults;
+# K8S_COMPONENTS="containerd pause" builds only some of kubernetes, containerd,
+# gvisor and pause.
 # Cold build: see the comment at the end of this file for measured times.
 set -euo pipefail
 
@@ -29,6 +31,8 @@ export GOFLAGS=${BUILD_GOFLAGS:--trimpath}
 export CGO_ENABLED=0
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
+K8S_COMPONENTS=${K8S_COMPONENTS:-kubernetes containerd gvisor pause}
+want() { case " $K8S_COMPONENTS " in *" $1 "*) return 0 ;; esac; return 1; }
 log() { echo "build-k8s.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
@@ -51,7 +55,7 @@ built=0
 # ---------------------------------------------------------------- Kubernetes
 k8s_dir=$K8S_BIN/kubernetes-$K8S_VERSION
 k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet etcd)
-if ! have "$k8s_dir" "${k8s_bins[@]}"; then
+if want kubernetes && ! have "$k8s_dir" "${k8s_bins[@]}"; then
   log "building Kubernetes $K8S_VERSION (apiserver, controller-manager, scheduler, kubelet) and etcd"
   t0=$(date +%s)
   src=$K8S_SRC/kubernetes-$K8S_VERSION
@@ -111,12 +115,12 @@ EOF
   log "Kubernetes + etcd built in $(( $(date +%s) - t0 )) s"
   built=1
 fi
-for b in "${k8s_bins[@]}"; do link_current "$k8s_dir" "$b"; done
+if want kubernetes; then for b in "${k8s_bins[@]}"; do link_current "$k8s_dir" "$b"; done; fi
 
 # ---------------------------------------------------------------- containerd
 ctd_dir=$K8S_BIN/containerd-$CONTAINERD_VERSION
 ctd_bins=(containerd containerd-shim-runc-v2 ctr)
-if ! have "$ctd_dir" "${ctd_bins[@]}"; then
+if want containerd && ! have "$ctd_dir" "${ctd_bins[@]}"; then
   log "building containerd $CONTAINERD_VERSION"
   t0=$(date +%s)
   src=$K8S_SRC/containerd-$CONTAINERD_VERSION
@@ -141,7 +145,7 @@ EOF
   log "containerd built in $(( $(date +%s) - t0 )) s"
   built=1
 fi
-for b in "${ctd_bins[@]}"; do link_current "$ctd_dir" "$b"; done
+if want containerd; then for b in "${ctd_bins[@]}"; do link_current "$ctd_dir" "$b"; done; fi
 
 # ---------------------------------------------------------------- gVisor shim
 if [ -z "$GVISOR_VERSION" ]; then
@@ -150,7 +154,7 @@ if [ -z "$GVISOR_VERSION" ]; then
   [ -n "$GVISOR_VERSION" ] || GVISOR_VERSION=$(GOFLAGS= go list -m gvisor.dev/gvisor@latest | awk '{print $2}')
 fi
 gv_dir=$K8S_BIN/gvisor-$GVISOR_VERSION
-if ! have "$gv_dir" containerd-shim-runsc-v1 runsc; then
+if want gvisor && ! have "$gv_dir" containerd-shim-runsc-v1 runsc; then
   log "building the runsc shim (and runsc) from gvisor.dev/gvisor@$GVISOR_VERSION"
   t0=$(date +%s)
   mkdir -p "$gv_dir.tmp"
@@ -162,12 +166,11 @@ if ! have "$gv_dir" containerd-shim-runsc-v1 runsc; then
   log "gVisor shim built in $(( $(date +%s) - t0 )) s"
   built=1
 fi
-link_current "$gv_dir" containerd-shim-runsc-v1
-link_current "$gv_dir" runsc
+if want gvisor; then link_current "$gv_dir" containerd-shim-runsc-v1; link_current "$gv_dir" runsc; fi
 
 # ---------------------------------------------------------------- pause image
 pause_dir=$K8S_BIN/pause-$K8S_VERSION
-if ! have "$pause_dir" pause pause.tar; then
+if want pause && ! have "$pause_dir" pause pause.tar; then
   log "building the pause image from Kubernetes $K8S_VERSION build/pause/linux/pause.c"
   command -v gcc >/dev/null 2>&1 || die "gcc is needed for the pause binary (apt-get install gcc libc6-dev)"
   kdir=$(GOFLAGS= go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')
@@ -192,7 +195,7 @@ if ! have "$pause_dir" pause pause.tar; then
   rm -rf "$pause_dir"; mv "$pause_dir.tmp" "$pause_dir"
   built=1
 fi
-link_current "$pause_dir" pause.tar
+if want pause; then link_current "$pause_dir" pause.tar; fi
 
 if [ "$built" = 1 ]; then
   log "done in $(( $(date +%s) - started )) s; binaries in $K8S_BIN/current"

@@ -82,3 +82,31 @@ func leftovers(ctx context.Context, p *Platform) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
+
+// TestImport imports the minimal image into the test cluster's containerd
+// (no apiserver needed) and checks that containerd lists it and that a
+// second Prepare reuses it.
+func TestImport(t *testing.T) {
+	if _, err := os.Stat(DefaultContainerd); err != nil {
+		conformance.SkipUnlessRequired(t, "k8s", err)
+	}
+	agent := conformance.BuildAgent(t)
+	p, err := NewPlatform(mustParse(t, "k8s"), platform.Env{AgentBinary: agent, StateDir: t.TempDir(), Log: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := p.image(t.Context(), "minimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := p.hasImage(t.Context(), ref)
+	if err != nil || !ok {
+		t.Fatalf("after the import containerd lists %s: %v, %v", ref, ok, err)
+	}
+	if err := p.Prepare(t.Context(), "minimal"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Prepare(t.Context(), "no-such-profile"); err == nil {
+		t.Error("Prepare of an unknown profile succeeded")
+	}
+}
