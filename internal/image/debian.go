@@ -269,7 +269,7 @@ func (b Builder) debianBase(ctx context.Context, profile string) (string, error)
 	defer os.RemoveAll(tmp)
 	target := filepath.Join(tmp, "root")
 	start := time.Now()
-	fmt.Fprintf(b.log(), "image debian: building a %s tree with %s from %s (%d packages; this takes a few minutes)\n", rel, mmdebstrap, srcFile, len(DebianPackages))
+	fmt.Fprintf(b.log(), "image debian: building a %s tree with %s from %s (%d packages; this takes a few minutes)\n", rel, mmdebstrap, srcFile, len(pkgs))
 	args := []string{
 		"--mode=root", "--variant=apt", "--format=directory",
 		"--include=" + strings.Join(pkgs, ","),
