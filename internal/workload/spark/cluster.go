@@ -306,6 +306,9 @@ func runCluster(ctx context.Context, p workload.Params, env workload.HostEnv) ([
 	if err := sess.Release(); err != nil {
 		return nil, fmt.Errorf("spark cluster: driver: %w", err)
 	}
+	if err := sess.WaitStarted(ctx); err != nil {
+		return nil, fmt.Errorf("spark cluster: driver: %w", err)
+	}
 	ms, _, err := sess.Result(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("spark cluster: driver: %w (master: %s)", err, daemons[0].log())
