@@ -207,6 +207,7 @@ func runPostal(ctx context.Context, tmp, addr string, threads int, size int64, d
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, postal.Binary, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Dir = tmp // postal writes postal.log (every message) where it runs
 	if err := cmd.Start(); err != nil {
 		return nil, 0, fmt.Errorf("postal: %w (apt-get install %s)", err, postal.Package)
 	}
