@@ -85,7 +85,7 @@ if want cost; then
     $bin results --db "$work/cost-$p.db" --format jsonl > "$work/cost-$p.jsonl" 2>/dev/null || : > "$work/cost-$p.jsonl"
   done
   python3 - "$work" <<'PY'
-import json, statistics, sys
+import sqlite3, statistics, sys
 from datetime import datetime
 work = sys.argv[1]
 def ts(s):
@@ -100,10 +100,13 @@ for line in open(f"{work}/cost-wall.txt"):
     plat, t0, t1 = line.split()
     wall = float(t1) - float(t0)
     reps = {}
-    for l in open(f"{work}/cost-{plat}.jsonl"):
-        s = json.loads(l)
-        if s["workload"] == "cpu" and s["metric"] == "events_per_sec" and s["instance"] == 0 and not s.get("warmup"):
-            reps[s["rep"]] = (ts(s["start"]), s["duration_ns"] / 1e9)
+    try:  # `results` leaves the times out; the store has them
+        rows = sqlite3.connect(f"{work}/cost-{plat}.db").execute(
+            "SELECT rep, start, duration_ns FROM samples WHERE workload = 'cpu' AND metric = 'events_per_sec' AND instance = 0 AND warmup = 0").fetchall()
+    except sqlite3.Error:
+        rows = []
+    for rep, start, dur in rows:
+        reps[rep] = (ts(start), dur / 1e9)
     if not reps:
         print(f"{plat:10} {0:>4}   (no repetition: see the run's failures)")
         continue
