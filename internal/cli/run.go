@@ -42,7 +42,7 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	repsCap := fs.Int("reps-cap", 30, "`N`: with --reps auto, the most repetitions")
 	target := fs.Float64("target", 2, "`PERCENT`: with --reps auto, stop when the median's 95% CI is within ±PERCENT")
 	warmup := fs.Int("warmup", 0, "`N`: warm-up repetitions before the measured ones (stored, flagged warmup)")
-	baseline := fs.String("baseline", "", "`LABEL`: the platform the others are compared with (default native when present)")
+	baseline := fs.String("baseline", "", "`LABEL[@N]`: the platform the others are compared with (default native when present); @N pairs every cell with N instances of it, e.g. native@1")
 	image := fs.String("image", "minimal", "`PROFILE`: image profile for instances (minimal or tools)")
 	db := fs.String("db", "isobench.db", "`FILE`: result store (SQLite)")
 	stateDir := fs.String("state-dir", "", "`DIR`: where images and rootfs trees are kept (default /var/lib/isobench as root, else ~/.cache/isobench; ISOBENCH_STATE)")
@@ -346,8 +346,15 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 		// as hyperfine's reference: the first platform given
 		study.Baseline = plan.Targets[0].Label
 	case study.Baseline != "":
-		if !labels[study.Baseline] {
-			return runner.Plan{}, nil, usage("baseline %q is not one of the platforms (%s)", study.Baseline, strings.Join(sortedKeys(labels), ", "))
+		bl, at := report.SplitBaseline(study.Baseline) // native@1: against one instance of native
+		if labels[study.Baseline] {
+			bl, at = study.Baseline, 0
+		}
+		if !labels[bl] {
+			return runner.Plan{}, nil, usage("baseline %q is not one of the platforms (%s)", bl, strings.Join(sortedKeys(labels), ", "))
+		}
+		if at > 0 && !slices.Contains(study.Instances, at) {
+			return runner.Plan{}, nil, usage("baseline %s: %d is not one of the instance counts %v", study.Baseline, at, study.Instances)
 		}
 	}
 	for _, w := range study.Workloads {

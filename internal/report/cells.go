@@ -6,6 +6,7 @@ package report
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/isobench/isobench/internal/sample"
@@ -154,26 +155,32 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 		c.Warnings = stats.Warnings(c.Values, c.Better, stats.WarnOptions{})
 		cells = append(cells, g)
 	}
+	bl, at := SplitBaseline(o.Baseline)
+	if _, ok := labelOrder[o.Baseline]; ok {
+		bl, at = o.Baseline, 0 // a label with an @ of its own
+	}
 	if o.Baseline != "" {
 		for _, g := range cells {
 			c := &g.cell
-			b, ok := groups[key{o.Baseline, c.Workload, c.Params, c.Instances, c.Metric}]
+			n := cmp.Or(at, c.Instances) // baseline PLATFORM@N: every cell against N instances of it
+			b, ok := groups[key{bl, c.Workload, c.Params, n, c.Metric}]
 			if !ok {
 				continue
 			}
 			c.Baseline = o.Baseline
-			r := stats.Compare(b.cell.Values, c.Values, true, c.Better, o.Stats)
+			// Paired repetitions only within one instance count (they ran side by side).
+			r := stats.Compare(b.cell.Values, c.Values, n == c.Instances, c.Better, o.Stats)
 			c.Ratio, c.RatioCILow, c.RatioCIHigh, c.RatioValid = r.Ratio, r.CILow, r.CIHigh, r.Valid && r.CIValid
 			c.Overhead, c.Coefficient, c.Verdict = r.Overhead, r.Coefficient, r.Verdict
-			if c.Label() == o.Baseline {
-				c.Verdict = "baseline"
+			if c.Label() == bl && n == c.Instances {
+				c.Baseline, c.Verdict = bl, "baseline"
 			} else if PhaseMetric(c.Metric) && c.Platform != b.cell.Platform {
 				c.Verdict = VerdictNoPhaseVerdict
 			}
 		}
 	}
-	if _, ok := labelOrder[o.Baseline]; ok {
-		labelOrder[o.Baseline] = -1 // the baseline is listed first
+	if _, ok := labelOrder[bl]; ok {
+		labelOrder[bl] = -1 // the baseline is listed first
 	}
 	slices.SortStableFunc(cells, func(a, b *acc) int {
 		ca, cb := a.cell, b.cell
@@ -191,6 +198,21 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 		out[i] = g.cell
 	}
 	return out
+}
+
+// SplitBaseline splits a baseline pinned to an instance count,
+// "native@1" (the host run once, against N instances of the others), into
+// the label and the count; at is 0 when the baseline is not pinned.
+func SplitBaseline(s string) (label string, at int) {
+	i := strings.LastIndexByte(s, '@')
+	if i < 0 {
+		return s, 0
+	}
+	n, err := strconv.Atoi(s[i+1:])
+	if err != nil || n < 1 {
+		return s, 0
+	}
+	return s[:i], n
 }
 
 // metricRank puts the runner's bookkeeping metric last.
