@@ -50,7 +50,7 @@ func (p *Platform) checkSystem(s platform.Spec) error {
 // rawLXC is the instance's raw.lxc: the agent as init, or with
 // init=system the image's systemd, given the units to mask as its own
 // arguments (systemd in a container reads kernel command line options
-// from its argv), and LXD's own cgroup setup.
+// from its argv), with its cgroups mounted read-write.
 func (p *Platform) rawLXC() string {
 	if !p.system {
 		return "lxc.init.cmd = " + image.AgentPath + " agent idle\nlxc.mount.auto = cgroup:ro:force\n"
@@ -59,7 +59,10 @@ func (p *Platform) rawLXC() string {
 	for _, u := range MaskedUnits {
 		args = append(args, "systemd.mask="+u)
 	}
-	return "lxc.init.cmd = " + strings.Join(args, " ") + "\n"
+	// cgroup:rw:force: the controllers mounted for systemd to manage (on a
+	// v1 host with cpu and cpuacct apart, LXD's own setup leaves the cpu
+	// controller unmounted, and the container would not see its quota)
+	return "lxc.init.cmd = " + strings.Join(args, " ") + "\nlxc.mount.auto = cgroup:rw:force\n"
 }
 
 // waitBooted waits until systemd says the boot finished (running, or

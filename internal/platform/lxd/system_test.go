@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,7 @@ func TestSystemBoots(t *testing.T) {
 	skipUnavailable(t)
 	agent := conformance.BuildAgent(t)
 	p := newPlatform(t, "lxd:init=system", agent, systemState())
+	removeNewDebianImages(t, p)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	if err := p.Prepare(ctx, image.Debian); err != nil {
@@ -91,7 +93,9 @@ func TestSystemConformance(t *testing.T) {
 	state := systemState()
 	rec := &localtest.Recorder{}
 	conformance.Run(t, func(t *testing.T) platform.Platform {
-		rec.Platform = newPlatform(t, "lxd:init=system", agent, state)
+		p := newPlatform(t, "lxd:init=system", agent, state)
+		removeNewDebianImages(t, p)
+		rec.Platform = p
 		return rec
 	}, conformance.Opts{
 		Image:      image.Debian,
@@ -101,5 +105,24 @@ func TestSystemConformance(t *testing.T) {
 			return rec.Mine(all), err
 		},
 		Timeout: 10 * time.Minute,
+	})
+}
+
+// removeNewDebianImages removes, at the end of the test, the debian images
+// it imported (one per agent build: 650 MB each).
+func removeNewDebianImages(t *testing.T, p *Platform) {
+	before, err := p.Images(t.Context(), image.Debian)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		after, _ := p.Images(context.Background(), image.Debian)
+		for _, a := range after {
+			if !slices.Contains(before, a) {
+				if err := p.RemoveImage(context.Background(), a); err != nil {
+					t.Errorf("removing test image %s: %v", a, err)
+				}
+			}
+		}
 	})
 }
