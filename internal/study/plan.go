@@ -217,6 +217,10 @@ func perRep(name string, p workload.Params) time.Duration {
 	case "spark":
 		// JVM start and the job over its input at ~20 MB/s on 2 cores
 		return sec(15 + float64(p.Size("size"))/20e6)
+	case "spark-cluster":
+		// the master, workers and driver start, each worker's instance
+		// comes up, and the job runs at ~20 MB/s on 2 cores
+		return sec(25 + 2*float64(p.Int("cluster")) + float64(p.Size("size"))/20e6)
 	}
 	return 10 * time.Second
 }
