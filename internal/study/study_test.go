@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/builtin"
+	"github.com/isobench/isobench/internal/report"
 	"github.com/isobench/isobench/internal/spec"
 )
 
@@ -207,5 +208,81 @@ func TestScaleSelectorKeys(t *testing.T) {
 	f.Study.Scales["quick"].Params["scp:file=1g"] = "file=8m"
 	if err := f.Check(); err == nil || !strings.Contains(err.Error(), "selects no entry") {
 		t.Fatalf("a scale key selecting nothing: %v", err)
+	}
+}
+
+// The experiments that waited for the service and transfer workloads run
+// now: the quick plan of each study lists them and only what truly cannot
+// run here (Hadoop) stays pending.
+func TestServiceExperimentsAreRunnable(t *testing.T) {
+	reg := builtin.Workloads()
+	want := map[string][]string{
+		"002": {"  startup:", "  footprint:load=idle,service=apache", "  scp:clients=1,", "  scp:clients=2,", "neighbours=1,", "tree=100/2m", "  wget:", "  smb:"},
+		"003": {"  redis:", "connections=16", "  oltp:", "test=oltp_read_write", "threads=16", "  spark-cluster:", "job=kmeans"},
+		"004": {"  http:", "server=apache", "users=8000", "  ftp:", "  smtp:"},
+	}
+	pending := map[string]string{"002": "", "003": "fig9", "004": ""}
+	for id, subs := range want {
+		f, err := Load(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := f.AtScale(ScaleQuick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPlan(q, reg)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		var b bytes.Buffer
+		p.Print(&b)
+		for _, s := range subs {
+			if !strings.Contains(b.String(), s) {
+				t.Errorf("%s quick plan lacks %q:\n%s", id, s, b.String())
+			}
+		}
+		var ids []string
+		for _, e := range q.Study.PendingExperiments() {
+			ids = append(ids, e.ID)
+		}
+		if strings.Join(ids, ",") != pending[id] {
+			t.Errorf("%s: pending experiments %v, want %q", id, ids, pending[id])
+		}
+		// Every experiment with a workload selects cells of the quick
+		// file (the scale rewrites the data sets they name).
+		if err := q.Check(); err != nil {
+			t.Errorf("%s quick: %v", id, err)
+		}
+	}
+}
+
+// Study 002 compares one run of the host with N instances: its finding
+// for two VMs is checked against native at one instance.
+func TestStudy002ComparesWithNativeAt1(t *testing.T) {
+	f, _ := Load("002")
+	if f.Baseline != "native@1" {
+		t.Fatalf("002 baseline %q", f.Baseline)
+	}
+	pr := "clients=1,direction=download,file=450m,inject=none,neighbours=0,neighbours-busy=false,seed=1,tree="
+	cells := []report.Cell{
+		cell("native", "scp", pr, "transfer_time", "lower", 1, 38, 38.5, 38.2, 38.9, 38.1, 38.4),
+		cell("native", "scp", pr, "transfer_time", "lower", 2, 77, 76, 78, 77, 76.5, 77.2),
+		cell("qemu", "scp", pr, "transfer_time", "lower", 2, 60, 61, 59, 60.5, 60.2, 59.8),
+		cell("lxc", "scp", pr, "transfer_time", "lower", 2, 39, 39.5, 38.7, 39.1, 39.2, 38.9),
+	}
+	var table7 []Check
+	for _, c := range Checks(f, cells) {
+		if c.Experiment == "table7" {
+			table7 = append(table7, c)
+		}
+	}
+	got := map[string]string{}
+	for _, c := range table7 {
+		got[c.A+">"+c.B] = c.Outcome
+	}
+	// native once (38 s) beats two VMs (60 s); two jails beat two VMs.
+	if got["native@1>qemu"] != Agrees || got["lxc>qemu"] != Agrees || len(table7) != 2 {
+		t.Errorf("table7 checks %v", got)
 	}
 }
