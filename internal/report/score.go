@@ -68,7 +68,7 @@ func OverallScore(cells []Cell) (s Score, ok bool, err error) {
 	base := ""
 	for _, c := range cells {
 		if c.Baseline != "" {
-			base = c.Baseline
+			base, _ = SplitBaseline(c.Baseline) // native@1: the label
 			break
 		}
 	}
