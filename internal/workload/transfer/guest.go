@@ -430,7 +430,6 @@ max_per_ip=0
 pasv_enable=YES
 %sconnect_from_port_20=NO
 use_localtime=NO
-reverse_lookup_enable=NO
 `, g.bind, g.port, filepath.Join(g.dir, "www"), empty, g.log(), pasv)
 		f, err := wr("vsftpd.conf", conf, 0o600)
 		if err != nil {
