@@ -1,6 +1,13 @@
 package e2e
 
 import (
+	"fmt"
+
+	"bytes"
+	"time"
+
+	"github.com/isobench/isobench/internal/cleanup/runrec"
+
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -40,8 +47,16 @@ func TestEveryWorkloadOnNativeAndDocker(t *testing.T) {
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "ISOBENCH_STATE="+filepath.Join(dir, "state"), "TMPDIR="+dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("run: %v\n%s", err, out)
+	var cmdOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &cmdOut, &cmdOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The run's token labels its containers (other tests' runs may have
+	// containers at the same time): read it from the run's record.
+	token := runToken(t, cmd)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, cmdOut.String())
 	}
 	out, err := exec.Command(binary, "results", "--db", db).Output()
 	if err != nil {
@@ -84,8 +99,29 @@ func TestEveryWorkloadOnNativeAndDocker(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(dir, "state", "volumes", "*")); len(left) > 0 {
 		t.Errorf("docker volumes left: %v", left)
 	}
-	ps, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=isobench.run").Output()
+	ps, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=isobench.run="+token).Output()
 	if strings.TrimSpace(string(ps)) != "" {
-		t.Errorf("containers left: %s", ps)
+		t.Errorf("containers of run %s left: %s", token, ps)
 	}
+}
+
+// runToken waits until the started isobench run cmd has written its run
+// record (before it creates any instance) and returns the token its
+// instances carry.
+func runToken(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		for _, r := range runrec.List("") {
+			if r.Pid == cmd.Process.Pid && r.Token != "" {
+				return r.Token
+			}
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)); err != nil || strings.Contains(string(st), ") Z ") {
+			t.Fatal("the run ended before its record could be read")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("no run record within a minute")
+	return ""
 }
