@@ -117,7 +117,6 @@ func TestClusterOnDocker(t *testing.T) {
 			Workload, Params, Metric string
 			Value                    float64
 			Instance                 int
-			Tags                     map[string]string
 		}
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
@@ -125,8 +124,8 @@ func TestClusterOnDocker(t *testing.T) {
 		if r.Workload != spark.ClusterName || r.Metric != "duration" || r.Instance != 0 {
 			continue
 		}
-		if !(r.Value > 0) || r.Tags["workers"] != "2" {
-			t.Errorf("%s: duration %v, tags %v", r.Params, r.Value, r.Tags)
+		if !(r.Value > 0) {
+			t.Errorf("%s: duration %v", r.Params, r.Value)
 		}
 		seen[r.Params] = true
 		t.Logf("%s: %.2fs", r.Params, r.Value)
