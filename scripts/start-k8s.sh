@@ -291,7 +291,7 @@ daemon kube-controller-manager kube-controller-manager \
   --authentication-kubeconfig "$BASE/controller-manager.kubeconfig" --authorization-kubeconfig "$BASE/controller-manager.kubeconfig" \
   --bind-address 127.0.0.1 --leader-elect=false \
   --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
-  --use-service-account-credentials=false --controllers '*,-nodeipam,-cloud-node-lifecycle' --profiling=false
+  --use-service-account-credentials=false --controllers '*,-nodeipam' --profiling=false
 daemon kube-scheduler kube-scheduler \
   --kubeconfig "$BASE/scheduler.kubeconfig" \
   --authentication-kubeconfig "$BASE/scheduler.kubeconfig" --authorization-kubeconfig "$BASE/scheduler.kubeconfig" \
