@@ -187,7 +187,7 @@ EOF
 }
 kubeconfig "$KUBECONFIG_ADMIN" admin
 kubeconfig "$BASE/kubelet.kubeconfig" kubelet
-kubeconfig "$BASE/controller-manager.kubeconfig" controller-manager
+kubeconfig "$BASE/controller-manager.kubeconfig" admin  # system:masters: with one identity for all its controllers, system:kube-controller-manager may not untaint nodes
 kubeconfig "$BASE/scheduler.kubeconfig" scheduler
 
 # ---------------------------------------------------------------- network
