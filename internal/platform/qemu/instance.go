@@ -172,14 +172,18 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 	if in.runDir, err = os.MkdirTemp("", "isoq-"); err != nil {
 		return nil, fmt.Errorf("qemu: %w", err)
 	}
+	// an owner record lets a later Create remove what a killed process
+	// left, and tells other processes whose run dir, tap, disk and volume
+	// these are: written at once, and again as prepare names each of them
+	if err := in.writeOwner(); err != nil {
+		return in, err
+	}
 	args, err := in.prepare(ctx, initrd)
 	if err != nil {
 		return in, err
 	}
-	// an owner record lets a later Create remove what a killed process left
-	owner := fmt.Sprintf("pid=%d\ntap=%s\ndisk=%s\nvolume=%s\n", os.Getpid(), in.tap, in.disk, in.volume)
-	if err := os.WriteFile(filepath.Join(in.runDir, "owner"), []byte(owner), 0o600); err != nil {
-		return in, fmt.Errorf("qemu: %w", err)
+	if err := in.writeOwner(); err != nil {
+		return in, err
 	}
 	cmd := exec.Command(Binary, args...)
 	cmd.Stderr = &lockedWriter{w: &in.qemuOut, mu: &in.mu}
@@ -297,6 +301,9 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 			return nil, fmt.Errorf("qemu: %w", err)
 		}
 		in.tap = "isq" + randomHex(5)
+		if err := in.writeOwner(); err != nil {
+			return nil, err
+		}
 		if err := br.AddTap(ctx, in.tap); err != nil {
 			// another isobench process with another state dir may have
 			// removed the shared bridge in between: make it again once
@@ -327,6 +334,9 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 			return nil, fmt.Errorf("qemu: %w", err)
 		}
 		in.disk = filepath.Join(dir, in.id+".img")
+		if err := in.writeOwner(); err != nil {
+			return nil, err
+		}
 		if err := makeDisk(ctx, in.disk, p.disk); err != nil {
 			return nil, err
 		}
@@ -348,6 +358,9 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 			return nil, fmt.Errorf("qemu: storage=volume is %w here: no virtiofsd (looked at %s; the kernel has no 9p): apt-get install -y qemu-system-x86", platform.ErrUnsupported, strings.Join(VirtiofsdCandidates, ", "))
 		}
 		in.volume = filepath.Join(p.env.StateDir, "qemu", "volumes", in.id)
+		if err := in.writeOwner(); err != nil {
+			return nil, err
+		}
 		if err := os.MkdirAll(in.volume, 0o755); err != nil {
 			return nil, fmt.Errorf("qemu: %w", err)
 		}
@@ -765,6 +778,52 @@ func (k *conn) put(ctx context.Context, req guest.PutRequest, r io.Reader) (gues
 	}
 	go k.w.SendData(id, r, stop)
 	return k.wait(ctx, id, st, stop)
+}
+
+// writeOwner records this process and the instance's tap, disk and
+// volume names in its run dir (atomically: a reader sees the old record or
+// the new one).
+func (in *Instance) writeOwner() error {
+	owner := fmt.Sprintf("pid=%d\ntap=%s\ndisk=%s\nvolume=%s\n", os.Getpid(), in.tap, in.disk, in.volume)
+	tmp := filepath.Join(in.runDir, ".owner")
+	if err := os.WriteFile(tmp, []byte(owner), 0o600); err != nil {
+		return fmt.Errorf("qemu: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(in.runDir, "owner")); err != nil {
+		return fmt.Errorf("qemu: %w", err)
+	}
+	return nil
+}
+
+// OwnedByOthers names the run dirs, taps, disks and volumes of VMs whose
+// owner record names another live process (for leftover checks that must
+// not count another test's or run's VMs).
+func OwnedByOthers() map[string]bool {
+	m := map[string]bool{}
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "isoq-*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "owner"))
+		if err != nil {
+			continue
+		}
+		rec := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				rec[k] = v
+			}
+		}
+		pid, _ := strconv.Atoi(rec["pid"])
+		if pid <= 0 || pid == os.Getpid() || syscall.Kill(pid, 0) != nil {
+			continue
+		}
+		m[d] = true
+		for _, k := range []string{"tap", "disk", "volume"} {
+			if v := rec[k]; v != "" {
+				m[v] = true
+			}
+		}
+	}
+	return m
 }
 
 // sweepStale removes the run dirs, taps, disks and volumes of instances

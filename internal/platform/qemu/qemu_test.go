@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -123,7 +122,7 @@ func vmLimits(ctx context.Context, inst platform.Instance, cpus float64, memory 
 // the shared state dir of the Debian tests, may have other isobench VMs
 // starting and stopping meanwhile.
 func leftovers(state string) (out []string) {
-	others := othersVMs()
+	others := OwnedByOthers()
 	defer func() {
 		kept := out[:0]
 		for _, x := range out {
@@ -163,36 +162,6 @@ func leftovers(state string) (out []string) {
 		}
 	}
 	return out
-}
-
-// othersVMs names the run dirs, taps, disks and volumes of VMs whose
-// owner record names another live process.
-func othersVMs() map[string]bool {
-	m := map[string]bool{}
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "isoq-*"))
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "owner"))
-		if err != nil {
-			continue
-		}
-		rec := map[string]string{}
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, "="); ok {
-				rec[k] = v
-			}
-		}
-		pid, _ := strconv.Atoi(rec["pid"])
-		if pid <= 0 || pid == os.Getpid() || syscall.Kill(pid, 0) != nil {
-			continue
-		}
-		m[d] = true
-		for _, k := range []string{"tap", "disk", "volume"} {
-			if v := rec[k]; v != "" {
-				m[v] = true
-			}
-		}
-	}
-	return m
 }
 
 // TestBootPhases boots one VM and logs how long kernel boot to agent
