@@ -172,19 +172,20 @@ if want density; then
     echo "  $p done (load $(load))" >&2
   done
   python3 - "$work" "$platforms" <<'PY'
-import json, sys
+import json, sqlite3, sys
 work, platforms = sys.argv[1], sys.argv[2].split()
 print(f"{'platform':10} {'reached':>7} {'stop':16} {'startup ms @1':>13} {'@10':>8} {'@50':>8} {'@100':>8} {'@250':>8} {'@last':>8} {'MiB/inst':>9} {'host MiB/inst':>13} {'isobench RSS MiB':>16} {'isobench CPU s':>14}")
 for plat in platforms:
     by = {}
     tags = {}
-    for l in open(f"{work}/density-{plat}.jsonl"):
-        s = json.loads(l)
-        if s["workload"] != "density" or s["instance"] < 0:
-            continue
-        k = s["instance"] + 1
-        by.setdefault(k, {})[s["metric"]] = s["value"]
-        tags = s.get("tags") or tags
+    try:  # `results` leaves the tags (stop reason) out; the store has them
+        rows = sqlite3.connect(f"{work}/density-{plat}.db").execute(
+            "SELECT instance, metric, value, tags FROM samples WHERE workload = 'density' AND instance >= 0").fetchall()
+    except sqlite3.Error:
+        rows = []
+    for instance, metric, value, tj in rows:
+        by.setdefault(instance + 1, {})[metric] = value
+        tags = json.loads(tj or "{}") or tags
     if not by:
         err = open(f"{work}/density-{plat}.err").read().strip().splitlines()
         print(f"{plat:10} {0:>7} failed: {err[-1] if err else 'no samples'}")
