@@ -130,6 +130,9 @@ for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet cont
   [ -x "$BIN/$b" ] || die "$BIN/$b is missing (scripts/build-k8s.sh builds it)"
 done
 command -v runc >/dev/null || die "runc is needed (apt-get install runc)"
+# containerd 2.4's pod sandboxes fail under Debian 12's runc 1.1.5 ("can't get
+# final child's PID from pipe: EOF"): runc 1.2 or later is needed
+case "$(runc --version | awk 'NR==1{print $3}')" in 1.0.*|1.1.*) log "warning: runc $(runc --version | awk 'NR==1{print $3}') is older than 1.2: pod sandboxes will fail to start with containerd 2.4" ;; esac
 command -v runsc >/dev/null || log "runsc is missing: the gvisor RuntimeClass will not work (scripts/install-runsc.sh)"
 [ -x /usr/lib/cni/bridge ] || die "CNI plugins are needed: apt-get install containernetworking-plugins"
 command -v openssl >/dev/null || die "openssl is needed"
