@@ -202,7 +202,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 					}
 					if err != nil {
 						where := fmt.Sprintf("%s on %s, %d instance(s), %s", job.Def.Name, t.Label, n, repName(rep))
-						if ctx.Err() != nil {
+						if stoppedSoon(ctx) {
 							// stopped by the user: what the instances said
 							// while being stopped is a consequence
 							return interrupted(ctx, where, err)
@@ -256,6 +256,28 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 		err = errors.Join(err, fmt.Errorf("failures could not be stored: %w", errors.Join(r.storeErrs...)))
 	}
 	return err
+}
+
+// interruptGrace is how long a failed repetition waits for the run's
+// context to end before it counts as a failure. A terminal's Ctrl-C goes
+// to the whole process group: an instance process caught between fork and
+// setpgid dies of it a moment before isobench's own handler cancels the
+// run, and its death is then the interruption, not a failed cell.
+const interruptGrace = 250 * time.Millisecond
+
+// stoppedSoon reports whether ctx is done now or within interruptGrace.
+func stoppedSoon(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	t := time.NewTimer(interruptGrace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // interrupted is the error of a run stopped through ctx: it wraps ctx's
