@@ -334,10 +334,21 @@ func (b Builder) buildDebianBaseRootfs(ctx context.Context, profile, dir string)
 	if err != nil {
 		return err
 	}
+	return linkTree(ctx, "debian image: copying the Debian tree", base, dir)
+}
+
+// linkTree lays a cached tree out in dir for one instance image: the tree
+// hard-linked (every platform uses the result read-only: as an overlay's
+// lower layer or as a tar to import), the directories isobench uses (plus
+// extra), and the files every instance gets, written as new files so
+// nothing is written through a link into the cache. what prefixes a failed
+// copy's error.
+func linkTree(ctx context.Context, what, base, dir string, extra ...string) error {
 	if out, err := exec.CommandContext(ctx, "cp", "-a", "-l", base+"/.", dir+"/").CombinedOutput(); err != nil {
-		return fmt.Errorf("debian image: copying the Debian tree: %w: %s", err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%s: %w: %s", what, err, strings.TrimSpace(string(out)))
 	}
-	for _, d := range []string{"usr/local/bin", "tmp", "var/tmp", "run", strings.TrimPrefix(platform.ScratchDir, "/")} {
+	dirs := append([]string{"usr/local/bin", "tmp", "var/tmp", "run", strings.TrimPrefix(platform.ScratchDir, "/")}, extra...)
+	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return fmt.Errorf("rootfs: %w", err)
 		}

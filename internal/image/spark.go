@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isobench/isobench/internal/platform"
 )
 
 // Spark is the profile name of a small Debian tree (the host's release,
@@ -223,31 +222,8 @@ func (b Builder) BuildSparkRootfs(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	if out, err := exec.CommandContext(ctx, "cp", "-a", "-l", base+"/.", dir+"/").CombinedOutput(); err != nil {
-		return fmt.Errorf("spark image: copying the Spark tree: %w: %s", err, strings.TrimSpace(string(out)))
-	}
-	for _, d := range []string{"usr/local/bin", "tmp", "var/tmp", "run", "root", strings.TrimPrefix(platform.ScratchDir, "/")} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return fmt.Errorf("rootfs: %w", err)
-		}
-	}
-	os.Chmod(filepath.Join(dir, "tmp"), 0o1777)
-	os.Chmod(filepath.Join(dir, "var/tmp"), 0o1777)
-	files := map[string]string{
-		"usr/sbin/policy-rc.d": "#!/bin/sh\nexit 101\n",
-		"etc/hostname":         "isobench\n",
-		"etc/hosts":            "127.0.0.1 localhost isobench\n::1 localhost\n",
-	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		os.Remove(p) // a hard link into the cached tree: never write through it
-		mode := os.FileMode(0o644)
-		if strings.HasPrefix(name, "usr/sbin/") {
-			mode = 0o755
-		}
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
-			return fmt.Errorf("rootfs: %w", err)
-		}
+	if err := linkTree(ctx, "spark image: copying the Spark tree", base, dir, "root"); err != nil {
+		return err
 	}
 	agent := filepath.Join(dir, AgentPath)
 	os.Remove(agent)
