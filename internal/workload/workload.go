@@ -148,7 +148,7 @@ func (p Param) check(v string) error {
 	bad := func(want string) error {
 		return fmt.Errorf("parameter %s=%q: want %s", p.Name, v, want)
 	}
-	tooLarge := fmt.Errorf("parameter %s=%s is too large", p.Name, v)
+	tooLarge := fmt.Errorf("parameter %s=%q is too large", p.Name, v)
 	var x float64
 	switch p.Kind {
 	case Int:
@@ -203,10 +203,10 @@ func (p Param) check(v string) error {
 		return nil
 	}
 	if x < p.Min {
-		return fmt.Errorf("parameter %s=%s is below its minimum %v", p.Name, v, p.Min)
+		return fmt.Errorf("parameter %s=%q is below its minimum %v", p.Name, v, p.Min)
 	}
 	if p.Max != 0 && x > p.Max {
-		return fmt.Errorf("parameter %s=%s is above its maximum %v", p.Name, v, p.Max)
+		return fmt.Errorf("parameter %s=%q is above its maximum %v", p.Name, v, p.Max)
 	}
 	return nil
 }
@@ -349,7 +349,7 @@ func Expand(raw map[string]string) ([]Variant, error) {
 				return nil, fmt.Errorf("parameter %s=%q: empty value in a sweep (want e.g. %s=1|2|4)", k, v, k)
 			}
 			if seen[x] {
-				return nil, fmt.Errorf("parameter %s=%q: value %s given twice in a sweep", k, v, x)
+				return nil, fmt.Errorf("parameter %s=%q: value %q given twice in a sweep", k, v, x)
 			}
 			seen[x] = true
 			values[k] = append(values[k], x)
