@@ -19,6 +19,10 @@ type Doc struct {
 	Status      string            `json:"status"`
 	Fingerprint map[string]string `json:"fingerprint"`
 	Cells       []Cell            `json:"cells"`
+	// Study and Sections, when set, put a paper's tables and figures
+	// first on the HTML page (the study package fills them in).
+	Study    *StudyHeading `json:"study,omitempty"`
+	Sections []Section     `json:"sections,omitempty"`
 }
 
 // JSON writes one object per cell, one per line.
