@@ -81,6 +81,23 @@ func Checks(f File, cells []report.Cell) []Check {
 	return out
 }
 
+// Text says what a check compared and what the interval decided:
+// "cell: A better than B? A/B = r, 95% CI [lo, hi] (metric, higher is
+// better): verdict".
+func (c Check) Text() string {
+	rel := "better than"
+	if c.Want == "same" {
+		rel = "the same as"
+	}
+	r := c.Ratio
+	ci := "no interval"
+	if r.CIValid {
+		ci = fmt.Sprintf("95%% CI [%.3f, %.3f]", r.CILow, r.CIHigh)
+	}
+	return fmt.Sprintf("%s: %s %s %s? %s/%s = %.3f, %s (%s, %s is better): %s",
+		c.Cell, c.A, rel, c.B, c.A, c.B, r.Ratio, ci, c.Metric, r.Better, r.Verdict)
+}
+
 func findingPairs(fd Finding) (pairs [][2]string, want string) {
 	switch {
 	case len(fd.Better) == 2:
@@ -230,17 +247,7 @@ func CompareFindings(w io.Writer, f File, cells []report.Cell) {
 			}
 			for _, c := range cs {
 				n[c.Outcome]++
-				rel := "better than"
-				if c.Want == "same" {
-					rel = "the same as"
-				}
-				r := c.Ratio
-				ci := "no interval"
-				if r.CIValid {
-					ci = fmt.Sprintf("95%% CI [%.3f, %.3f]", r.CILow, r.CIHigh)
-				}
-				fmt.Fprintf(w, "    %s: %s %s %s? %s/%s = %.3f, %s (%s, %s is better): %s → %s\n",
-					c.Cell, c.A, rel, c.B, c.A, c.B, r.Ratio, ci, c.Metric, r.Better, r.Verdict, strings.ToUpper(c.Outcome))
+				fmt.Fprintf(w, "    %s → %s\n", c.Text(), strings.ToUpper(c.Outcome))
 			}
 		}
 		if e.Score != nil {

@@ -90,6 +90,13 @@ type Experiment struct {
 	// optional parameters that must match ("disk:pattern=randread").
 	Workload string `yaml:"workload,omitempty" json:"workload,omitempty"`
 	Metric   string `yaml:"metric,omitempty" json:"metric,omitempty"`
+	// Metrics, when set, are the metrics the report draws (one chart
+	// each); by default the experiment's metric and its findings' ones.
+	Metrics []string `yaml:"metrics,omitempty,flow" json:"metrics,omitempty"`
+	// Figure is the shape of the paper's figure or table in the report:
+	// bars, lines-instances, "lines-param: NAME" (a swept parameter on the
+	// x axis) or table; by default one chosen from the data (Shape).
+	Figure string `yaml:"figure,omitempty" json:"figure,omitempty"`
 	// Pending are workload specs the experiment needs that this binary
 	// cannot run yet, with the reason in NotRunnable.
 	Pending     []string  `yaml:"pending,omitempty" json:"pending,omitempty"`
@@ -238,6 +245,9 @@ func (f File) Check() error {
 			if !f.selectsAny(sel) {
 				return fmt.Errorf("study %s: experiment %s selects %q, which no entry under workloads: matches", m.ID, e.ID, e.Workload)
 			}
+		}
+		if _, _, err := ParseFigure(e.Figure); err != nil {
+			return fmt.Errorf("study %s: experiment %s: %w", m.ID, e.ID, err)
 		}
 		if e.Score != nil {
 			for name, row := range e.Score.Rows {
