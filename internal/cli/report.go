@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,17 +13,29 @@ import (
 	"github.com/isobench/isobench/internal/report"
 	"github.com/isobench/isobench/internal/stats"
 	"github.com/isobench/isobench/internal/store"
+	"github.com/isobench/isobench/internal/study"
 )
 
 func cmdReport(ctx context.Context, st *State, args []string) error {
-	fs := newFlags(st, "report", "report [--db FILE] [--format table|markdown|csv|json|html] [-o FILE] [--run N] [--baseline P]")
+	fs := newFlags(st, "report", "report [--db FILE] [--format table|markdown|csv|json|html] [-o FILE] [--run N] [--baseline P] [--study ID|FILE]")
 	db := fs.String("db", "isobench.db", "`FILE`: result store")
 	format := fs.String("format", "table", "`table|markdown|csv|json|html`: the output format")
 	out := fs.String("o", "", "`FILE`: write to this file instead of stdout (html: default report.html)")
 	run := fs.Int64("run", 0, "`ID`: the run to report (default: the latest run)")
 	baseline := fs.String("baseline", "", "`LABEL`: baseline platform label (default: the run's baseline, else native)")
+	studyArg := fs.String("study", "", "`ID|FILE`: draw the run in a study's shapes (a built-in study or a study file): each table and figure of the paper first, with its findings and this run's verdicts (html; with --format table, the findings after the table)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *studyArg != "" {
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "format" })
+		switch {
+		case !set:
+			*format = "html"
+		case *format != "html" && *format != "table":
+			return usage("--study draws the study's tables and figures in the html report (or its findings after --format table), not in %s", *format)
+		}
 	}
 	if *format == "" {
 		*format = "table"
@@ -65,14 +78,27 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 	if err != nil {
 		return err
 	}
-	bl := *baseline
-	if bl == "" {
-		var study Study
-		if json.Unmarshal(chosen.Study, &study) == nil {
-			bl = study.Baseline
+	var rec Study
+	recOK := json.Unmarshal(chosen.Study, &rec) == nil
+	var sf study.File
+	if *studyArg != "" {
+		if sf, err = studyForReport(*studyArg, rec, recOK); err != nil {
+			return err
 		}
 	}
+	bl := *baseline
+	if bl == "" && recOK {
+		bl = rec.Baseline
+	}
+	if bl == "" {
+		bl = sf.Baseline
+	}
+	sf.Baseline = bl
 	cells := report.Cells(samples, report.Options{Baseline: bl, Stats: stats.Options{Seed: chosen.ID}})
+	doc := report.Doc{Run: chosen.ID, Status: chosen.Status, Fingerprint: chosen.Fingerprint, Cells: cells}
+	if *studyArg != "" && *format == "html" {
+		doc.Study, doc.Sections = study.Sections(sf, cells, nil)
+	}
 	w := st.Stdout
 	if *out != "" {
 		f, err := os.Create(*out)
@@ -82,13 +108,56 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 		defer f.Close()
 		w = f
 	}
-	if err := render(w, report.Doc{Run: chosen.ID, Status: chosen.Status, Fingerprint: chosen.Fingerprint, Cells: cells}); err != nil {
+	if err := render(w, doc); err != nil {
 		return err
+	}
+	if *studyArg != "" && *format == "table" {
+		fmt.Fprintln(w)
+		study.CompareFindings(w, sf, cells)
 	}
 	if *format == "html" {
 		fmt.Fprintf(st.Stderr, "report written to %s\n", *out)
 	}
 	return nil
+}
+
+// studyForReport reads --study: a built-in study's id or a study file.
+// When the run was that study (its record names it), the study is taken
+// at the run's scale with the run's platforms, instance counts and
+// baseline, so the experiments select the cells that ran.
+func studyForReport(arg string, rec Study, recOK bool) (study.File, error) {
+	var f study.File
+	var err error
+	if _, rerr := study.Raw(arg); rerr == nil {
+		f, err = study.Load(arg)
+	} else {
+		b, ferr := os.ReadFile(arg)
+		if ferr != nil {
+			return study.File{}, usage("--study %s: neither a built-in study (%s) nor a readable file: %v", arg, strings.Join(study.IDs(), ", "), ferr)
+		}
+		f, err = study.Decode(b)
+	}
+	if err != nil {
+		return study.File{}, usage("--study %s: %v", arg, err)
+	}
+	if f.Study == nil {
+		return study.File{}, usage("--study %s: the file has no study: block (the paper's experiments and findings)", arg)
+	}
+	if recOK && rec.About != nil && rec.About.ID == f.Study.ID {
+		if sc := rec.About.Scale; sc != "" && sc != f.Study.Scale {
+			if g, err := f.AtScale(sc); err == nil {
+				f = g
+			}
+		}
+		if len(rec.Platforms) > 0 {
+			f.Platforms = rec.Platforms
+		}
+		if len(rec.Instances) > 0 {
+			f.Instances = rec.Instances
+		}
+		f.Baseline = rec.Baseline
+	}
+	return f, nil
 }
 
 var renderers = map[string]func(io.Writer, report.Doc) error{

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -225,12 +224,57 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 		return runErr // the run never began (e.g. an image could not be prepared)
 	}
 	if *out != "" {
-		if err := cmdReport(context.WithoutCancel(ctx), st, []string{"--db", *db, "--run", strconv.FormatInt(id, 10), "--format", "html", "-o", *out}); err != nil {
+		if err := writeStudyReport(context.WithoutCancel(ctx), *db, id, f, cells, absentLabels(skipped), *out); err != nil {
 			return errors.Join(runErr, err)
 		}
 		fmt.Fprintf(st.Stdout, "report: %s\n", *out)
 	}
 	return runErr
+}
+
+// absentLabels reads the "LABEL: why" lines of the platforms a study run
+// left out into label -> why.
+func absentLabels(skipped []string) map[string]string {
+	out := map[string]string{}
+	for _, s := range skipped {
+		if l, why, ok := strings.Cut(s, ": "); ok && !strings.HasPrefix(s, "baseline ") {
+			out[l] = why
+		}
+	}
+	return out
+}
+
+// writeStudyReport writes run id's HTML report with the study's tables
+// and figures first (study.Sections), then the generic part.
+func writeStudyReport(ctx context.Context, db string, id int64, f study.File, cells []report.Cell, absent map[string]string, out string) error {
+	if samePath(out, db) {
+		return usage("-o %s is the result store itself (--db %s): write the report to another file", out, db)
+	}
+	s, err := store.Open(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	runs, err := s.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	d := report.Doc{Run: id, Cells: cells}
+	for _, r := range runs {
+		if r.ID == id {
+			d.Status, d.Fingerprint = r.Status, r.Fingerprint
+		}
+	}
+	d.Study, d.Sections = study.Sections(f, cells, absent)
+	w, err := os.Create(out)
+	if err != nil {
+		return usage("-o: %v", err)
+	}
+	if err := report.HTML(w, d); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
 }
 
 // availablePlatforms keeps the labels whose platform can run here and
