@@ -240,7 +240,11 @@ func (p Plan) Print(w io.Writer) {
 	if m := f.Study; m != nil && m.PaperBaseline != "" {
 		fmt.Fprintf(w, "  the paper's baseline: %s\n", m.PaperBaseline)
 	}
-	fmt.Fprintf(w, "%d workload cells × %d instance counts = %d cells; × %d platforms × %d repetitions", len(p.Jobs), len(inst), p.Cells, len(f.Platforms), p.Reps)
+	reps := "repetitions"
+	if p.Reps == 1 {
+		reps = "repetition"
+	}
+	fmt.Fprintf(w, "%d workload cells × %d instance counts = %d cells; × %d platforms × %d %s", len(p.Jobs), len(inst), p.Cells, len(f.Platforms), p.Reps, reps)
 	if f.Warmup > 0 {
 		fmt.Fprintf(w, " (+%d warm-up)", f.Warmup)
 	}
