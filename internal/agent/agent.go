@@ -94,7 +94,15 @@ func run(ctx context.Context, reg workload.Registry, name, params string, stdin 
 				if perr != nil {
 					return fmt.Errorf("barrier: bad deadline %q: %w", cmd, perr)
 				}
-				w.emit(agentproto.Event{Event: agentproto.EvStarted, Clock: sleepUntil(deadline)})
+				clock, rt, serr := sleepUntil(deadline)
+				if serr != nil {
+					return serr
+				}
+				ev := agentproto.Event{Event: agentproto.EvStarted, Clock: clock, Tags: map[string]string{agentproto.WakeTag: agentproto.WakeNormal}}
+				if rt {
+					ev.Tags[agentproto.WakeTag] = agentproto.WakeRT
+				}
+				w.emit(ev)
 				return nil
 			}
 			if err == nil {

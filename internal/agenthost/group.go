@@ -162,6 +162,25 @@ func (g Group) clockOffsets(ctx context.Context) ([]int64, time.Duration, error)
 	return offsets, time.Duration(worst), nil
 }
 
+// Wake says how the agents woke at the last release: agentproto.WakeRT
+// when every one woke at a realtime priority, WakeNormal when none did,
+// "mixed" otherwise, "" for a stdin release.
+func (g Group) Wake() string {
+	kinds := map[string]bool{}
+	for _, s := range g {
+		kinds[s.Wake] = true
+	}
+	switch {
+	case len(kinds) == 1:
+		for k := range kinds {
+			return k
+		}
+	case len(kinds) == 0:
+		return ""
+	}
+	return "mixed"
+}
+
 // spread is the skew of the sessions' starts on the host's clock.
 func (g Group) spread(offsets []int64) time.Duration {
 	clocks := true

@@ -34,6 +34,9 @@ type Session struct {
 	// StartClock is the agent's CLOCK_MONOTONIC (ns) when its workload
 	// was released, as it reported it; 0 if it did not.
 	StartClock int64
+	// Wake is how the agent woke at a deadline release: agentproto.WakeRT
+	// or WakeNormal ("" for a stdin release or an older agent).
+	Wake string
 
 	id      string       // the instance's ID, for errors
 	opts    Options      // the bounds
@@ -302,6 +305,7 @@ func (s *Session) WaitStarted(ctx context.Context) error {
 	}
 	s.Started = time.Now()
 	s.StartClock = ev.Clock
+	s.Wake = ev.Tags[agentproto.WakeTag]
 	return nil
 }
 

@@ -35,6 +35,15 @@ const (
 	EvHeartbeat = "heartbeat"
 )
 
+// The started event of a deadline release carries WakeTag: WakeRT when the
+// agent slept at a realtime priority (SCHED_FIFO 1) and dropped it on
+// waking, WakeNormal when it could not (no CAP_SYS_NICE, no RLIMIT_RTPRIO).
+const (
+	WakeTag    = "wake"
+	WakeRT     = "rt"
+	WakeNormal = "normal"
+)
+
 // HeartbeatInterval is how often the agent writes EvHeartbeat.
 const HeartbeatInterval = time.Second
 

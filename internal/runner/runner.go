@@ -29,6 +29,9 @@ type Target struct {
 	Options  string // canonical options, e.g. "network=host"
 	Platform platform.Platform
 	Base     platform.Spec
+	// Tags are added to every sample of the target (e.g. host= when a
+	// spread run runs the target on one of several hosts).
+	Tags map[string]string
 }
 
 // Job is one workload with resolved parameters.
@@ -340,11 +343,12 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 		repIndex = rep + p.Warmup
 	}
 	mk := func(m sample.Metric, instance int, tags map[string]string, start time.Time, dur time.Duration) sample.Sample {
-		if len(job.Tags) > 0 {
+		if len(job.Tags) > 0 || len(t.Tags) > 0 {
 			tags = maps.Clone(tags)
 			if tags == nil {
 				tags = map[string]string{}
 			}
+			maps.Copy(tags, t.Tags)
 			maps.Copy(tags, job.Tags)
 		}
 		return sample.Sample{
@@ -356,11 +360,12 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 	start := time.Now()
 	var results []workload.InstanceResult
 	var skew time.Duration
+	var wake string
 	var err error
 	if job.Def.Host != nil {
 		results, err = job.Def.Host(ctx, job.Params, workload.HostEnv{Platform: t.Platform, Base: base, Instances: n, NewName: r.name})
 	} else {
-		results, skew, err = r.agentRep(ctx, t, base, job, n, rep)
+		results, skew, wake, err = r.agentRep(ctx, t, base, job, n, rep)
 	}
 	dur := time.Since(start)
 	if err != nil {
@@ -395,7 +400,16 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 		}
 	}
 	if job.Def.Agent != nil && n > 1 {
-		out = append(out, mk(sample.Metric{Name: sample.SkewMetric, Value: float64(skew) / float64(time.Millisecond), Unit: "ms", Better: sample.Lower}, sample.AggregateInstance, aggTags, start, dur))
+		skewTags := aggTags
+		if wake != "" {
+			// how the agents woke at the release (agentproto.WakeTag)
+			skewTags = maps.Clone(aggTags)
+			if skewTags == nil {
+				skewTags = map[string]string{}
+			}
+			skewTags["wake"] = wake
+		}
+		out = append(out, mk(sample.Metric{Name: sample.SkewMetric, Value: float64(skew) / float64(time.Millisecond), Unit: "ms", Better: sample.Lower}, sample.AggregateInstance, skewTags, start, dur))
 	}
 	return out, nil
 }
@@ -403,7 +417,10 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 // agentRep creates n instances, runs the agent workload in each, releases
 // them together and collects their metrics. Instances are always closed;
 // those that cannot be are recorded as failed removals.
-func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job Job, n, rep int) ([]workload.InstanceResult, time.Duration, error) {
+// agentRep runs one repetition of an in-guest workload on n instances; it
+// returns their results, the barrier's skew and how the agents woke
+// (agenthost.Group.Wake).
+func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job Job, n, rep int) ([]workload.InstanceResult, time.Duration, string, error) {
 	insts := make([]platform.Instance, n)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.InstanceTimeout)
@@ -427,7 +444,7 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 		insts[i] = in
 		return nil
 	}); err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	// Every exec ends with this context: cancelling it unblocks them all.
 	ectx, cancel := context.WithCancel(ctx)
@@ -436,7 +453,7 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 	skew, err := g.Barrier(ectx)
 	if err != nil {
 		g.Abort()
-		return nil, 0, explainOOM(ctx, insts, base.Memory, err)
+		return nil, 0, "", explainOOM(ctx, insts, base.Memory, err)
 	}
 	// the timed part is bounded by the workload's duration, so a
 	// workload that hangs while its agent still beats is given up on too
@@ -454,7 +471,7 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 	ms, tags, err := g.Results(rctx)
 	if err != nil {
 		g.Abort()
-		return nil, 0, explainOOM(ctx, insts, base.Memory, err)
+		return nil, 0, "", explainOOM(ctx, insts, base.Memory, err)
 	}
 	results := make([]workload.InstanceResult, n)
 	for i := range insts {
@@ -465,5 +482,5 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 		maps.Copy(all, tags[i])
 		results[i] = workload.InstanceResult{Instance: i, Metrics: ms[i], Tags: all}
 	}
-	return results, skew, nil
+	return results, skew, g.Wake(), nil
 }
