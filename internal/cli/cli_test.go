@@ -142,7 +142,8 @@ func TestRunNativeThenResultsAndReport(t *testing.T) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		if got := strings.Join(keys, ","); got != "better,instance,instances,metric,options,params,platform,rep,unit,value,warmup,workload" {
+		if got := strings.Join(keys, ","); got != "better,instance,instances,metric,options,params,platform,rep,tags,unit,value,warmup,workload" &&
+			got != "better,instance,instances,metric,options,params,platform,rep,unit,value,warmup,workload" {
 			t.Fatalf("jsonl keys %s", got)
 		}
 		platforms[m["platform"].(string)+":"+m["options"].(string)] = true

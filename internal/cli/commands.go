@@ -89,10 +89,13 @@ type resultRow struct {
 	Unit      string  `json:"unit"`
 	Better    string  `json:"better"`
 	Value     float64 `json:"value"`
+	// Tags are the sample's tags (network, storage, host, sweep, wake...);
+	// CSV leaves them out to keep its fixed columns.
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 func jsonRow(x sample.Sample) resultRow {
-	return resultRow{x.Platform, x.Options, x.Workload, x.Params, x.Instances, x.Instance, x.Rep, x.Warmup, x.Metric, x.Unit, string(x.Better), x.Value}
+	return resultRow{x.Platform, x.Options, x.Workload, x.Params, x.Instances, x.Instance, x.Rep, x.Warmup, x.Metric, x.Unit, string(x.Better), x.Value, x.Tags}
 }
 
 func row(x sample.Sample) []string {
