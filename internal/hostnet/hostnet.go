@@ -39,9 +39,11 @@ import (
 )
 
 // Bridge defaults. The subnet is private and exists only on this bridge.
+// A /22 (1021 instance addresses): density on LXC, runc and crun stopped at
+// 253 instances on a /24 with "no free address left".
 const (
 	DefaultBridge = "isobr0"
-	DefaultPrefix = "10.199.0.0/24"
+	DefaultPrefix = "10.199.0.0/22"
 )
 
 // Bridge is a host bridge with a lease directory.
