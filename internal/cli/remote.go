@@ -1,14 +1,25 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/remote"
+	"github.com/isobench/isobench/internal/report"
 	"github.com/isobench/isobench/internal/runner"
+	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/workload"
 	"github.com/isobench/isobench/internal/workload/netbench"
 )
 
@@ -32,17 +43,28 @@ func cmdPlatformd(ctx context.Context, st *State, args []string) error {
 // the host when a platform runs on another machine: the host's end would
 // be this machine, reaching the remote instances through the SSH
 // connection, so it would measure the tunnel, not the platform. Network
-// workloads run there with client=instance,server=instance.
-func checkRemote(plan runner.Plan, targets []target) error {
+// workloads run there with client=instance,server=instance. spreadHosts
+// are the hosts of a spread run, where every platform runs.
+func checkRemote(plan runner.Plan, targets []target, spreadHosts []string) error {
+	type where struct{ platform, host string }
+	var remote []where
 	for _, t := range targets {
-		host := t.opts.Extra["host"]
-		if host == "" {
-			continue
+		if host := t.opts.Extra["host"]; host != "" {
+			remote = append(remote, where{t.opts.Name, host})
 		}
+	}
+	for _, h := range spreadHosts {
+		if h != "local" {
+			for _, t := range targets {
+				remote = append(remote, where{t.opts.Name, h})
+			}
+		}
+	}
+	for _, w := range remote {
 		for _, j := range plan.Jobs {
 			for _, side := range []string{"client", "server"} {
 				if j.Def.Host != nil && j.Params.Str(side) == netbench.OnHost {
-					return fmt.Errorf("%s with %s=host cannot run on %s (on %s): the host-side %s would run on this machine and reach the remote instances through the SSH connection; use client=instance,server=instance", j.Def.Name, side, t.opts.Name, host, side)
+					return fmt.Errorf("%s with %s=host cannot run on %s (on %s): the host-side %s would run on this machine and reach the remote instances through the SSH connection; use client=instance,server=instance", j.Def.Name, side, w.platform, w.host, side)
 				}
 			}
 		}
@@ -54,9 +76,14 @@ func checkRemote(plan runner.Plan, targets []target) error {
 // --host or hosts: in a study file): "docker" with hosts local and
 // ssh://root@a becomes "docker" and "docker:host=ssh://root@a". A platform
 // that names its own host= is kept as it is. The hosts are folded into
-// the platforms, so the stored study says exactly what ran.
+// the platforms, so the stored study says exactly what ran. A spread run
+// (study.Spread) keeps its hosts: each cell runs on one of them
+// (openSpread), and the stored study keeps them for --resume.
 func expandHosts(study *Study) error {
 	if len(study.Hosts) == 0 {
+		if study.Spread {
+			return errors.New("--spread needs hosts to spread the cells over: --host ssh://user@addr (repeatable; local for this machine) or hosts: in the study file")
+		}
 		return nil
 	}
 	seen := map[string]bool{}
@@ -71,6 +98,14 @@ func expandHosts(study *Study) error {
 		}
 		seen[h] = true
 	}
+	if study.Spread {
+		for _, p := range study.Platforms {
+			if _, opts, ok := strings.Cut(p, ":"); ok && hasHostOption(opts) {
+				return fmt.Errorf("platform %s names its own host=: a spread run runs every platform on the --host that takes each cell; leave host= out", p)
+			}
+		}
+		return nil
+	}
 	var out []string
 	for _, p := range study.Platforms {
 		_, opts, hasOpts := strings.Cut(p, ":")
@@ -79,19 +114,23 @@ func expandHosts(study *Study) error {
 			continue
 		}
 		for _, h := range study.Hosts {
-			switch {
-			case h == "local":
-				out = append(out, p)
-			case hasOpts && strings.TrimSpace(opts) != "":
-				out = append(out, p+",host="+h)
-			default:
-				out = append(out, strings.TrimSuffix(p, ":")+":host="+h)
-			}
+			out = append(out, withHost(p, h))
 		}
 	}
 	study.Platforms = out
 	study.Hosts = nil
 	return nil
+}
+
+// withHost is platform spec p on host h ("local": p itself).
+func withHost(p, h string) string {
+	if h == "local" {
+		return p
+	}
+	if _, opts, ok := strings.Cut(p, ":"); ok && strings.TrimSpace(opts) != "" {
+		return p + ",host=" + h
+	}
+	return strings.TrimSuffix(p, ":") + ":host=" + h
 }
 
 func hasHostOption(opts string) bool {
@@ -112,4 +151,388 @@ func doctorHosts(ctx context.Context, st *State, hosts []string) {
 			fmt.Fprintf(st.Stdout, "unreachable: %v\n", err)
 		}
 	}
+}
+
+// A spread run (--spread with --host, or spread: true next to hosts:)
+// runs each cell of the matrix on one host instead of the whole matrix on
+// every host, to finish sooner. A cell here is the runner's: one workload
+// (with its parameters) at one instance count, with every platform of the
+// run; all of a cell's platforms run on the same host, interleaved as
+// always, so each comparison with the baseline stays on one machine.
+// Cells are queued longest first (by their estimated time) and each host
+// takes the next one whenever it is idle, so the run ends about when the
+// busiest host does. Every sample is tagged host= with the host that ran
+// it, and the run's fingerprint holds each host's facts as a run that
+// compares hosts would (label:host=ssh://....key).
+//
+// A host lost during the run (dead, cut off, its platformd gone) takes no
+// more cells; the cell it was running is recorded as failed on that host's
+// platforms with the reason (its finished repetitions are kept), and the
+// other hosts take the cells left. The cell is not moved to another host:
+// its finished repetitions and their comparisons would then mix two
+// machines in one cell (or, run again in full, count repetitions twice);
+// 'isobench run --resume' runs its missing repetitions when wanted.
+
+// spreadHost is one host of a spread run with every platform of the plan
+// opened there.
+type spreadHost struct {
+	name    string            // "local" or ssh://user@addr as given
+	targets []runner.Target   // the plan's targets on this host: label@host, tagged host=
+	fp      map[string]string // the machine's fingerprint (kernel, cpu_model, cores...)
+}
+
+// spreadRun runs a plan's cells across hosts.
+type spreadRun struct {
+	hosts  []*spreadHost
+	runID  int64
+	stderr io.Writer
+	// lost says why a platform's connection to its host is gone, nil
+	// while it is up (remote.Lost).
+	lost func(platform.Platform) error
+}
+
+// openSpread opens every platform of the plan on every host of the study
+// (as a run comparing those hosts would), records each one's facts in
+// fingerprint, prepares the image on each and warns once when the hosts'
+// machines differ. What it opened is added to opened, to be closed. When
+// resuming, a host that cannot be reached (one lost in the first attempt)
+// is left out with a warning, as long as one host is left.
+func openSpread(ctx context.Context, st *State, study *Study, targets []target, plan runner.Plan, env platform.Env, fingerprint map[string]string, opened *[]platform.Platform, resuming bool) (*spreadRun, error) {
+	local := maps.Clone(fingerprint)
+	sr := &spreadRun{stderr: st.Stderr, lost: remote.Lost}
+hosts:
+	for _, h := range study.Hosts {
+		sh := &spreadHost{name: h}
+		if h == "local" {
+			sh.fp = local
+		}
+		for i := range targets {
+			f, o, err := st.Platforms.Parse(withHost(study.Platforms[i], h))
+			if err != nil {
+				return nil, usage("%v", err)
+			}
+			p, err := f.New(ctx, o, env)
+			if err != nil && resuming && h != "local" {
+				fmt.Fprintf(st.Stderr, "warning: host %s is left out of the resumed spread run: %v\n", h, err)
+				continue hosts
+			}
+			if err != nil {
+				return nil, usage("%v", err)
+			}
+			*opened = append(*opened, p)
+			label := report.Label(o.Name, o.Canonical())
+			if err := p.Available(ctx); err != nil {
+				return nil, unavailable(label, err)
+			}
+			for k, v := range p.Facts(ctx) {
+				fingerprint[label+"."+k] = v
+			}
+			if _, fp, ok := remote.Machine(p); ok && sh.fp == nil {
+				sh.fp = fp
+			}
+			t := plan.Targets[i]
+			t.Label += "@" + h
+			t.Platform = p
+			t.Tags = map[string]string{"host": h}
+			sh.targets = append(sh.targets, t)
+		}
+		sr.hosts = append(sr.hosts, sh)
+	}
+	if len(sr.hosts) == 0 {
+		return nil, errors.New("no host of the spread run can be reached")
+	}
+	if w := hostsDiffer(sr.hosts); w != "" {
+		fmt.Fprintln(st.Stderr, "warning:", w)
+	}
+	for _, h := range sr.hosts {
+		for _, t := range h.targets {
+			if pr, ok := t.Platform.(platform.Preparer); ok {
+				if err := pr.Prepare(ctx, plan.Image); err != nil {
+					return nil, fmt.Errorf("%s: preparing image %s: %w", t.Label, plan.Image, err)
+				}
+			}
+		}
+	}
+	return sr, nil
+}
+
+// hostsDiffer is one line when the hosts' machines differ in what bears
+// on the results (cpu model, cores, kernel); "" when they are alike.
+func hostsDiffer(hosts []*spreadHost) string {
+	desc := func(fp map[string]string) string {
+		return fmt.Sprintf("%s, %s cores, kernel %s", or(fp["cpu_model"], "cpu unknown"), or(fp["cores"], "?"), or(fp["kernel"], "?"))
+	}
+	differ := false
+	var parts []string
+	for _, h := range hosts {
+		d := desc(h.fp)
+		differ = differ || d != desc(hosts[0].fp)
+		parts = append(parts, h.name+": "+d)
+	}
+	if !differ {
+		return ""
+	}
+	return "the spread hosts differ (" + strings.Join(parts, "; ") + "): each cell's platforms ran on one host, so comparisons within a cell hold, but cells that ran on different hosts are not comparable with each other"
+}
+
+func or(s, dflt string) string {
+	if s == "" {
+		return dflt
+	}
+	return s
+}
+
+// spreadCell is one cell of the matrix: a job at one instance count.
+type spreadCell struct {
+	job runner.Job
+	n   int
+	est time.Duration
+}
+
+func (c spreadCell) String() string {
+	name := c.job.Def.Name
+	if ps := c.job.Params.String(); ps != "" {
+		name += ":" + ps
+	}
+	return fmt.Sprintf("%s ×%d", name, c.n)
+}
+
+// cellEstimate guesses how long a cell takes, to start the longest first:
+// the workload's duration (5 s when it has none) and a second per instance
+// to create and remove, for every repetition of every platform.
+func cellEstimate(plan runner.Plan, job runner.Job, n int) time.Duration {
+	d := 5 * time.Second
+	for _, p := range job.Def.Params {
+		if p.Name == "duration" && p.Kind == workload.Duration {
+			if v := job.Params.Duration("duration"); v > 0 {
+				d = v
+			}
+		}
+	}
+	return (d + time.Duration(n)*time.Second) * time.Duration((plan.Warmup+plan.Reps)*len(plan.Targets))
+}
+
+// run runs plan's cells across the hosts with r (Run is called for one
+// cell at a time on each host at once: r's failures and instance names are
+// shared, so names stay unique on engines two hosts share). Its error is
+// as Run's: the cells that failed (*runner.CellsFailed), joined with the
+// hosts lost and the cells no host was left to run; or the first error
+// that ends the run (interrupted, --fail-fast, the store).
+func (sr *spreadRun) run(ctx context.Context, r *runner.Runner, plan runner.Plan) error {
+	if err := plan.Validate(); err != nil {
+		return err
+	}
+	var cells []spreadCell
+	for _, job := range plan.Jobs {
+		for _, n := range plan.Instances {
+			cells = append(cells, spreadCell{job: job, n: n, est: cellEstimate(plan, job, n)})
+		}
+	}
+	index := map[runner.Cell]int{}
+	for i, c := range cells {
+		index[runner.Cell{Workload: c.job.Def.Name, Params: c.job.Params.String(), Instances: c.n}] = i
+	}
+	queue := slices.Clone(cells)
+	slices.SortStableFunc(queue, func(a, b spreadCell) int { return cmp.Compare(b.est, a.est) })
+
+	// Run would set it on first use: set here, before the hosts call Run at once
+	if r.InstanceTimeout == 0 {
+		r.InstanceTimeout = 5 * time.Minute
+	}
+	// progress and skip see the plan's labels and the whole matrix
+	var mu sync.Mutex
+	start := time.Now()
+	per := (plan.Warmup + plan.Reps) * len(plan.Targets)
+	doneCells, cur := 0, make([]int, len(sr.hosts))
+	hostOf, planLabel := map[string]int{}, map[string]string{}
+	for w, h := range sr.hosts {
+		for i, t := range h.targets {
+			hostOf[t.Label], planLabel[t.Label] = w, plan.Targets[i].Label
+		}
+	}
+	progress, skip := r.Progress, r.Skip
+	defer func() { r.Progress, r.Skip = progress, skip }()
+	if progress != nil {
+		r.Progress = func(p runner.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			if w, ok := hostOf[p.Target]; ok && p.Note == "" {
+				cur[w] = p.Done
+			}
+			p.CellIndex, p.Cells = index[p.Cell], len(cells)
+			p.Done, p.Total = doneCells*per, len(cells)*per
+			for _, d := range cur {
+				p.Done += d
+			}
+			p.Elapsed = time.Since(start)
+			progress(p)
+		}
+	}
+	if skip != nil {
+		r.Skip = func(target string, cell runner.Cell, rep int) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return skip(planLabel[target], cell, rep)
+		}
+	}
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var qmu sync.Mutex
+	next := func() (spreadCell, bool) {
+		qmu.Lock()
+		defer qmu.Unlock()
+		if len(queue) == 0 {
+			return spreadCell{}, false
+		}
+		c := queue[0]
+		queue = queue[1:]
+		return c, true
+	}
+	lost := make([]error, len(sr.hosts))
+	var fatal error
+	var fatalOnce sync.Once
+	for {
+		// every host still up takes a cell at once, then the next
+		// whenever it is idle; a round ends when the queue is empty
+		var wg sync.WaitGroup
+		up := 0
+		for w, h := range sr.hosts {
+			if lost[w] != nil {
+				continue
+			}
+			c, ok := next()
+			if !ok {
+				break
+			}
+			up++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ; ok; c, ok = next() {
+					if err := sr.hostLost(h); err != nil {
+						// lost between cells: the cell goes back untouched
+						qmu.Lock()
+						queue = append([]spreadCell{c}, queue...)
+						qmu.Unlock()
+						lost[w] = err
+						mu.Lock()
+						fmt.Fprintf(sr.stderr, "host %s lost: %v; the other hosts take the cells left\n", h.name, err)
+						mu.Unlock()
+						return
+					}
+					if wctx.Err() != nil {
+						return
+					}
+					sub := plan
+					sub.Targets, sub.Jobs, sub.Instances = h.targets, []runner.Job{c.job}, []int{c.n}
+					err := r.Run(wctx, sub)
+					mu.Lock()
+					doneCells++
+					cur[w] = 0
+					mu.Unlock()
+					if _, cellsFailed := err.(*runner.CellsFailed); err != nil && !cellsFailed {
+						fatalOnce.Do(func() {
+							fatal = err
+							cancel()
+						})
+						return
+					}
+					if err := sr.hostLost(h); err != nil {
+						lost[w] = err
+						what := "it had finished that cell"
+						if failedOn(r.Failures(), h, c) {
+							what = "what it had not finished of that cell is recorded as failed (its finished repetitions are kept)"
+						}
+						mu.Lock() // the progress display writes there too
+						fmt.Fprintf(sr.stderr, "host %s lost during %s: %v; %s, and the other hosts take the cells left\n", h.name, c, err, what)
+						mu.Unlock()
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		qmu.Lock()
+		left := len(queue)
+		qmu.Unlock()
+		if fatal != nil || wctx.Err() != nil || left == 0 || up == 0 {
+			break
+		}
+	}
+	if fatal != nil {
+		return fatal
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("spread run: %w", err)
+	}
+	var errs []error
+	if fs := r.Failures(); len(fs) > 0 {
+		errs = append(errs, &runner.CellsFailed{Failures: fs})
+	}
+	for w, err := range lost {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("host %s was lost: %w", sr.hosts[w].name, err))
+		}
+	}
+	if len(queue) > 0 {
+		var names []string
+		for _, c := range queue {
+			names = append(names, c.String())
+		}
+		errs = append(errs, fmt.Errorf("%d cell(s) not run, every host being lost: %s (isobench run --resume %d runs them)", len(queue), strings.Join(names, ", "), sr.runID))
+	}
+	return errors.Join(errs...)
+}
+
+// failedOn reports whether cell c failed on one of h's platforms.
+func failedOn(fs []runner.Failure, h *spreadHost, c spreadCell) bool {
+	for _, f := range fs {
+		for _, t := range h.targets {
+			if f.Target == t.Label && f.Cell.Workload == c.job.Def.Name && f.Cell.Params == c.job.Params.String() && f.Cell.Instances == c.n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hostLost says why any of h's platforms lost its connection; nil when
+// all are up.
+func (sr *spreadRun) hostLost(h *spreadHost) error {
+	for _, t := range h.targets {
+		if err := sr.lost(t.Platform); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spreadHosts writes which host ran each cell of a spread run, from its
+// samples' host tags (a cell resumed elsewhere names both).
+func spreadHosts(w io.Writer, samples []sample.Sample) error {
+	type key struct {
+		workload, params string
+		n                int
+	}
+	hosts := map[key][]string{}
+	for _, s := range samples {
+		k := key{s.Workload, s.Params, s.Instances}
+		if h := s.Tags["host"]; !slices.Contains(hosts[k], h) {
+			hosts[k] = append(hosts[k], h)
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(hosts), func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.workload, b.workload), cmp.Compare(a.params, b.params), cmp.Compare(a.n, b.n))
+	})
+	fmt.Fprintln(w, "\nwhich host ran each cell (spread run):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, k := range keys {
+		name := k.workload
+		if k.params != "" {
+			name += ":" + k.params
+		}
+		fmt.Fprintf(tw, "  %s ×%d\t%s\n", name, k.n, strings.Join(hosts[k], ", "))
+	}
+	return tw.Flush()
 }

@@ -37,6 +37,7 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	fs.Var(&platforms, "platform", "`P[:OPTIONS]`: a platform to run on (repeatable)")
 	fs.Var(&workloads, "workload", "`W[:PARAMS]`: a workload to run (repeatable)")
 	fs.Var(&hosts, "host", "`ssh://USER@ADDR[:PORT]|local`: run every platform on this host (repeatable; key from ssh-agent, host key from ~/.ssh/known_hosts)")
+	spread := fs.Bool("spread", false, "with --host: run each cell (a workload at one instance count, all its platforms) on one of the hosts, to finish sooner, instead of the whole matrix on every host")
 	instances := fs.String("instances", "1", "`N,N,...`: instance counts, e.g. 1,2,4")
 	reps := fs.String("reps", "5", "`N|auto`: measured repetitions per cell and platform (fewer than 5 give no verdict)")
 	repsCap := fs.Int("reps-cap", 30, "`N`: with --reps auto, the most repetitions")
@@ -86,6 +87,9 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	}
 	if len(hosts) > 0 {
 		study.Hosts = hosts
+	}
+	if set["spread"] {
+		study.Spread = *spread
 	}
 	if set["instances"] {
 		n, err := spec.ParseInts(*instances, 1, maxInstances)
@@ -142,7 +146,16 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		}
 	}()
 	fingerprint := hostinfo.Fingerprint()
+	var spreader *spreadRun
+	if study.Spread { // each cell on one of the hosts (remote.go)
+		if spreader, err = openSpread(ctx, st, &study, targets, plan, env, fingerprint, &opened, resumed != nil); err != nil {
+			return err
+		}
+	}
 	for i, t := range targets {
+		if spreader != nil {
+			break
+		}
 		p, err := t.factory.New(ctx, t.opts, env)
 		if err != nil {
 			return usage("%v", err)
@@ -206,7 +219,13 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	skipped := 0
 	r.Skip = skipper(plan, cannot, finished, &skipped)
 	r.Progress = progressFunc(disp, *quiet, &skipped)
-	runErr := r.Run(ctx, plan)
+	var runErr error
+	if spreader != nil {
+		spreader.runID = runID
+		runErr = spreader.run(ctx, r, plan)
+	} else {
+		runErr = r.Run(ctx, plan)
+	}
 	disp.Done()
 	status := "done"
 	switch {
@@ -234,6 +253,11 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		}
 		for _, c := range cannot {
 			fmt.Fprintf(st.Stdout, "not run: %s\n", c)
+		}
+		if spreader != nil {
+			if err := spreadHosts(st.Stdout, samples); err != nil {
+				return errors.Join(runErr, err)
+			}
 		}
 		if *details {
 			fmt.Fprintln(st.Stdout)
@@ -381,7 +405,7 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	if err := plan.Validate(); err != nil {
 		return runner.Plan{}, nil, usage("%v", err)
 	}
-	if err := checkRemote(plan, targets); err != nil {
+	if err := checkRemote(plan, targets, study.Hosts); err != nil {
 		return runner.Plan{}, nil, usage("%v", err)
 	}
 	return plan, targets, nil

@@ -32,6 +32,9 @@ type Study struct {
 	Image     string   `yaml:"image" json:"image"`
 	// Hosts run every platform on each of them too ("local", ssh://user@addr).
 	Hosts []string `yaml:"hosts" json:"hosts,omitempty"`
+	// Spread runs each cell on one of Hosts instead of every platform on
+	// each of them (remote.go).
+	Spread bool `yaml:"spread" json:"spread,omitempty"`
 	// About is a built-in study's metadata (the paper, its platforms and
 	// findings; see 'isobench study show'); it does not change the run.
 	About *study.Meta `yaml:"study,omitempty" json:"study,omitempty"`

@@ -84,6 +84,39 @@ func newClient(ctx context.Context, conn io.ReadWriteCloser, host string, cleanu
 // Host is the remote machine as the user named it.
 func (p *Platform) Host() string { return p.host }
 
+// base is the *Platform behind p, or nil for a platform on this machine.
+func base(p platform.Platform) *Platform {
+	switch x := p.(type) {
+	case *Platform:
+		return x
+	case preparingPlatform:
+		return x.Platform
+	}
+	return nil
+}
+
+// Machine returns the host p runs on (as the user named it) and that
+// machine's fingerprint (kernel, cpu_model, cores, hostname...); ok is
+// false for a platform on this machine.
+func Machine(p platform.Platform) (host string, fingerprint map[string]string, ok bool) {
+	b := base(p)
+	if b == nil {
+		return "", nil, false
+	}
+	return b.host, maps.Clone(b.hello.Fingerprint), true
+}
+
+// Lost says why p's connection to its host is gone (the host died, was
+// cut off, or platformd there ended): nil while it is up, and always for a
+// platform on this machine. A lost connection does not come back.
+func Lost(p platform.Platform) error {
+	b := base(p)
+	if b == nil || !b.sess.IsClosed() {
+		return nil
+	}
+	return b.lost(errors.New("the session ended"))
+}
+
 // lost describes a failure of the connection itself.
 func (p *Platform) lost(err error) error {
 	msg := fmt.Sprintf("remote host %s: connection lost: %v", p.host, err)

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -214,20 +215,14 @@ func RunThere(ctx context.Context, host, agentBinary string, stdout, stderr io.W
 // keepalive closes the connection when the remote sshd stops answering,
 // so calls in flight fail with the host's name instead of hanging.
 func keepalive(c *ssh.Client, p platform.Platform) {
-	var base *Platform
-	switch x := p.(type) {
-	case *Platform:
-		base = x
-	case preparingPlatform:
-		base = x.Platform
-	}
+	b := base(p)
 	// within 9 s of the last answer: before the agents' own heartbeat
 	// check (11 s) calls a whole host's instances hung
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
-		case <-base.sess.CloseChan():
+		case <-b.sess.CloseChan():
 			return
 		case <-tick.C:
 		}
@@ -244,7 +239,7 @@ func keepalive(c *ssh.Client, p platform.Platform) {
 		case <-time.After(7 * time.Second):
 		}
 		why := "unreachable: no answer to SSH keep-alives for 7 s"
-		base.why.Store(&why)
+		b.why.Store(&why)
 		c.Close()
 		return
 	}
@@ -401,7 +396,8 @@ func install(ctx context.Context, c *ssh.Client, bin string) (string, error) {
 		return "", err
 	}
 	name := "isobench-" + digest[:32]
-	out, err := run(ctx, c, nil, `uname -sm; d="${XDG_CACHE_HOME:-$HOME/.cache}/isobench/bin"; mkdir -p "$d" && cd "$d" && pwd; if test -x `+quote(name)+`; then echo present; else echo absent; fi`)
+	// a binary in use is touched: the cache keeps the most recently used
+	out, err := run(ctx, c, nil, `uname -sm; d="${XDG_CACHE_HOME:-$HOME/.cache}/isobench/bin"; mkdir -p "$d" && cd "$d" && pwd; if test -x `+quote(name)+`; then touch `+quote(name)+` 2>/dev/null; echo present; else echo absent; fi`)
 	if err != nil {
 		return "", fmt.Errorf("looking at the remote cache: %w", err)
 	}
@@ -428,7 +424,47 @@ func install(ctx context.Context, c *ssh.Client, bin string) (string, error) {
 	if _, err := run(ctx, c, fh, "cat > "+quote(tmp)+" && chmod 755 "+quote(tmp)+" && mv -f "+quote(tmp)+" "+quote(path)); err != nil {
 		return "", fmt.Errorf("copying isobench to %s: %w", path, err)
 	}
+	// best effort: a cache that could not be pruned only takes more space
+	prune(ctx, c, lines[1], name, KeepBinaries)
 	return path, nil
+}
+
+// KeepBinaries is how many isobench binaries (digests) a host's cache
+// keeps: the most recently used, counting the one just copied.
+const KeepBinaries = 3
+
+// prune removes from the remote cache dir all but the keep most recently
+// used isobench binaries (by modification time: install touches the one
+// it uses, so another run that has just chosen an old binary keeps it
+// among the newest). It never removes current, nor a binary some process
+// there was started from (platformd or doctor of another run, whose
+// command line starts with the binary's path: nothing else records a run
+// on the remote side); where ps cannot list every process's command line,
+// it removes nothing. Copies left half-done (.part-) for over a day go
+// too. It returns the names it removed.
+func prune(ctx context.Context, c *ssh.Client, dir, current string, keep int) ([]string, error) {
+	// the cache's binaries, isobench- and 32 hex digits (not the .part-
+	// files of copies under way)
+	binPattern := "isobench-" + strings.Repeat("[0-9a-f]", 32)
+	script := `d=` + quote(dir) + `
+cd "$d" || exit 1
+procs=$(ps -A -ww -o args= 2>/dev/null) || exit 0
+[ -n "$procs" ] || exit 0
+n=0
+for f in $(ls -t); do
+	case "$f" in ` + binPattern + `) ;; *) continue ;; esac
+	n=$((n+1))
+	if [ "$n" -le ` + strconv.Itoa(keep) + ` ] || [ "$f" = ` + quote(current) + ` ]; then continue; fi
+	case "$procs" in *"$d/$f"*) continue ;; esac
+	rm -f "$f" && echo "$f"
+done
+find . -name 'isobench-*.part-*' -mtime +1 -exec rm -f {} + 2>/dev/null
+exit 0`
+	out, err := run(ctx, c, nil, script)
+	if err != nil {
+		return nil, fmt.Errorf("pruning the remote cache %s: %w", dir, err)
+	}
+	return strings.Fields(out), nil
 }
 
 // run runs script with sh on the remote machine and returns its stdout.

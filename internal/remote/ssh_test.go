@@ -29,16 +29,6 @@ func (l testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func base(p platform.Platform) *Platform {
-	switch x := p.(type) {
-	case *Platform:
-		return x
-	case preparingPlatform:
-		return x.Platform
-	}
-	return nil
-}
-
 // TestSSHConformance runs the platform suite on native on a remote host
 // reached over a real sshd in a network namespace: isobench is copied
 // there, cached by digest, and leaves nothing behind.
