@@ -11,9 +11,10 @@
 // served file, a Redis PING, the MariaDB greeting) and reports ready. The
 // host then runs the clients, and finally closes the session: the agent
 // stops the server and reports ready_ms, the time from starting the server
-// to its first good answer. A server that never answers, dies while
-// serving or serves errors makes the repetition fail with the last lines
-// of its log, never a number.
+// to its first good answer; the host adds instance_ready_ms, from creating
+// the instance to learning the service answers (ready.go). A server that
+// never answers, dies while serving or serves errors makes the repetition
+// fail with the last lines of its log, never a number.
 package service
 
 import (
@@ -69,7 +70,7 @@ var Server = workload.Def{
 		{Name: "port", Kind: workload.Int, Default: "8080", Min: 1, Max: 65535, Help: "port to listen on"},
 		{Name: "size", Kind: workload.Size, Default: "4k", Min: 0, Max: 1 << 30, Help: "http: bytes of the static file served"},
 		{Name: "max-conns", Kind: workload.Int, Default: "0", Min: 0, Max: 1 << 20, Help: "connections the server accepts at once (nginx worker_connections, redis maxclients, mariadb max_connections); 0: enough for the clients"},
-		{Name: "ready-timeout", Kind: workload.Duration, Default: "120s", Min: 0.1, Max: 3600, Help: "how long the server may take to answer"},
+		{Name: "ready-timeout", Kind: workload.Duration, Default: DurationParam(defaultReadyTimeout), Min: 0.1, Max: 3600, Help: "how long the server may take to answer"},
 		{Name: "timeout", Kind: workload.Duration, Default: "2h", Min: 1, Max: 86400, Help: "stop serving after this long even if the host does not say so"},
 	},
 	Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
@@ -103,6 +104,10 @@ var LogTail = workload.Def{
 		return nil, fmt.Errorf("%s%s", logMarker, logTail(dir, logLines))
 	},
 }
+
+// defaultReadyTimeout bounds a server's start (the host raises it under
+// emulation: ReadyTimeout).
+const defaultReadyTimeout = 120 * time.Second
 
 // logLines is how many of the log's last lines a failure carries.
 const logLines = 8
@@ -150,8 +155,10 @@ type config struct {
 }
 
 // prepare writes the server's files (and initialises MariaDB's data
-// directory) and returns the command that runs it in the foreground.
-func (c config) prepare(ctx context.Context) ([]string, error) {
+// directory) and returns the command that runs it in the foreground. It
+// adds the time spent writing http's served file, isobench's untimed
+// setup, to *setup (MariaDB's initialisation is the service's own start).
+func (c config) prepare(ctx context.Context, setup *time.Duration) ([]string, error) {
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -169,10 +176,12 @@ func (c config) prepare(ctx context.Context) ([]string, error) {
 		if err := os.MkdirAll(www, 0o755); err != nil {
 			return nil, fmt.Errorf("service: %w", err)
 		}
+		t := time.Now()
 		body := bytes.Repeat([]byte("isobench "), int(c.size/9)+1)[:c.size]
 		if err := os.WriteFile(filepath.Join(www, "index.html"), body, 0o644); err != nil {
 			return nil, fmt.Errorf("service: %w", err)
 		}
+		*setup += time.Since(t)
 		if c.kind == Nginx {
 			return c.nginx()
 		}
@@ -396,7 +405,8 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		return nil, err
 	}
 	c := config{kind: kind, dir: dir, bind: p.Str("bind"), port: p.Int("port"), size: p.Size("size"), maxConns: p.Int("max-conns")}
-	argv, err := c.prepare(ctx)
+	var setup time.Duration
+	argv, err := c.prepare(ctx, &setup)
 	if err != nil {
 		return nil, err
 	}
@@ -438,7 +448,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		return nil, fmt.Errorf("service %s stopped answering while serving (%v); %s%s", kind, err, logMarker, logTail(dir, logLines))
 	}
 	pr.stop()
-	return []sample.Metric{{Name: "ready_ms", Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}}, nil
+	return []sample.Metric{{Name: ReadyMetric, Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}, Setup(setup)}, nil
 }
 
 // waitReady probes addr until the server gives a good answer, it exits, or

@@ -51,12 +51,61 @@ func serveHere(t *testing.T, params map[string]string, during func(port int)) ([
 	return serve(ctx, p, ready, stop)
 }
 
+// readyMs checks the in-guest half's report: a positive ready_ms and its
+// untimed setup (for the host's instance_ready_ms), nothing else.
 func readyMs(t *testing.T, ms []sample.Metric) {
 	t.Helper()
-	if len(ms) != 1 || ms[0].Name != "ready_ms" || ms[0].Unit != "ms" || ms[0].Value <= 0 {
-		t.Errorf("server metrics %v, want one positive ready_ms", ms)
+	if len(ms) != 2 || ms[0].Name != ReadyMetric || ms[0].Unit != "ms" || ms[0].Value <= 0 ||
+		ms[1].Name != SetupMetric || ms[1].Unit != "ms" || ms[1].Value < 0 {
+		t.Errorf("server metrics %v, want a positive ready_ms and a %s", ms, SetupMetric)
+		return
 	}
-	t.Logf("ready_ms %.1f", ms[0].Value)
+	t.Logf("ready_ms %.1f, untimed setup %.3f ms", ms[0].Value, ms[1].Value)
+}
+
+func TestWithInstanceReady(t *testing.T) {
+	guest := []sample.Metric{
+		{Name: ReadyMetric, Value: 30, Unit: "ms", Better: sample.Lower, Agg: sample.None},
+		Setup(250 * time.Millisecond),
+	}
+	ms := WithInstanceReady(guest, 1500*time.Millisecond)
+	got := map[string]sample.Metric{}
+	for _, m := range ms {
+		if err := m.Validate(); err != nil {
+			t.Error(err)
+		}
+		got[m.Name] = m
+	}
+	if len(ms) != 2 || got[ReadyMetric].Value != 30 {
+		t.Errorf("%v: want ready_ms kept and the setup dropped", ms)
+	}
+	ir, ok := got[InstanceReadyMetric]
+	if !ok || ir.Value != 1250 || ir.Unit != "ms" || ir.Better != sample.Lower || ir.Agg != sample.None {
+		t.Errorf("instance_ready_ms %+v, want 1500 ms less the guest's 250 ms of setup, ms, lower, no aggregate", ir)
+	}
+	if len(guest) != 2 || guest[1].Name != SetupMetric {
+		t.Errorf("the guest's slice was changed: %v", guest)
+	}
+	// a result without ready_ms (nothing started) gets no instance_ready_ms
+	if ms := WithInstanceReady([]sample.Metric{Setup(time.Millisecond)}, time.Second); len(ms) != 0 {
+		t.Errorf("%v, want nothing", ms)
+	}
+}
+
+func TestReadyTimeout(t *testing.T) {
+	if d := ReadyTimeout(map[string]string{"network": "bridge"}, time.Minute); d != time.Minute {
+		t.Errorf("a container: %v, want the default", d)
+	}
+	if d := ReadyTimeout(map[string]string{"accel": "kvm"}, time.Minute); d != time.Minute {
+		t.Errorf("a KVM guest: %v, want the default", d)
+	}
+	if d := ReadyTimeout(map[string]string{"accel": "tcg"}, time.Minute); d != 10*time.Minute {
+		t.Errorf("a TCG guest: %v, want 10 minutes", d)
+	}
+	p, err := Server.Resolve(map[string]string{"ready-timeout": DurationParam(1500 * time.Millisecond)})
+	if err != nil || p.Duration("ready-timeout") != 1500*time.Millisecond {
+		t.Errorf("DurationParam does not round-trip: %v %v", p, err)
+	}
 }
 
 func runTool(t *testing.T, argv []string) string {

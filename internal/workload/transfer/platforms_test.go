@@ -131,7 +131,8 @@ func runOne(t *testing.T, def workload.Def, params map[string]string, e workload
 }
 
 // check: one result per client, a positive time and rate, the data set's
-// bytes, ready_ms from each server and the layout in the tags.
+// bytes, ready_ms and instance_ready_ms (which includes it) from each
+// server, no untimed-setup bookkeeping, and the layout in the tags.
 func check(t *testing.T, res []workload.InstanceResult, n int, layout string, bytes int64) {
 	t.Helper()
 	if len(res) != n {
@@ -150,6 +151,12 @@ func check(t *testing.T, res []workload.InstanceResult, n int, layout string, by
 		}
 		if r.Tags["client"] == "0" && got["ready_ms"] <= 0 {
 			t.Errorf("client %d: no ready_ms in %v", i, r.Metrics)
+		}
+		if r.Tags["client"] == "0" && got["instance_ready_ms"] < got["ready_ms"] {
+			t.Errorf("client %d: instance_ready_ms %v < ready_ms %v (or none) in %v", i, got["instance_ready_ms"], got["ready_ms"], r.Metrics)
+		}
+		if _, ok := got[service.SetupMetric]; ok {
+			t.Errorf("client %d: the guest's bookkeeping %s is in the results: %v", i, service.SetupMetric, r.Metrics)
 		}
 		if r.Tags["layout"] != layout || r.Tags["protocol"] == "" || r.Tags["network"] == "" {
 			t.Errorf("client %d: tags %v, want layout=%s", i, r.Tags, layout)

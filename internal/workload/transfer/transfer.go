@@ -183,7 +183,9 @@ func layout(instances, clients, neighbours int, busy bool) string {
 type server struct {
 	inst              platform.Instance
 	sess              *agenthost.Session
-	host              string // what the host dials
+	facts             map[string]string
+	hostReady         time.Duration // instance creation to the ready event, less Facts (service.WithInstanceReady)
+	host              string        // what the host dials
 	port, pasv, pasvN int
 	closed            bool
 }
@@ -344,6 +346,7 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	sp := r.env.Base
 	sp.Name = r.env.NewName()
 	sp.Ports = ports
+	created := time.Now()
 	in, err := r.env.Platform.Create(ctx, sp)
 	if err != nil {
 		return nil, fmt.Errorf("transfer %s: create instance: %w", r.proto, err)
@@ -392,9 +395,19 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	if r.proto == FTP {
 		gp["pasv"], gp["pasv-n"] = strconv.Itoa(s.pasv), strconv.Itoa(s.pasvN)
 	}
+	t := time.Now()
+	s.facts = in.Facts(ctx) // the platform's bookkeeping (an engine's inspect): untimed
+	created = created.Add(time.Since(t))
+	if d := service.ReadyTimeout(s.facts, defaultReadyTimeout); d != defaultReadyTimeout {
+		gp["ready-timeout"] = service.DurationParam(d)
+	}
 	s.sess = agenthost.Start(ctx, in, ServerName, spec.Canonical(gp))
 	for _, step := range []func() error{
-		func() error { return s.sess.WaitReady(ctx) },
+		func() error {
+			err := s.sess.WaitReady(ctx)
+			s.hostReady = time.Since(created)
+			return err
+		},
 		s.sess.Release,
 		func() error { return s.sess.WaitStarted(ctx) },
 	} {
@@ -416,7 +429,10 @@ func (s *server) finish(ctx context.Context) ([]sample.Metric, error) {
 	s.closed = true
 	s.sess.Abort()
 	ms, _, err := s.sess.Result(ctx)
-	return ms, err
+	if err != nil {
+		return nil, err
+	}
+	return service.WithInstanceReady(ms, s.hostReady), nil
 }
 
 func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
@@ -583,8 +599,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		return nil, fmt.Errorf("transfer %s: %w", r.proto, err)
 	}
 
-	facts := servers[0].inst.Facts(ctx)
-	network := facts["network"]
+	network := servers[0].facts["network"]
 	if network == "" {
 		network = "unknown"
 	}
