@@ -6,6 +6,11 @@
 #   containerd, containerd-shim-runc-v2, ctr   github.com/containerd/containerd/v2
 #   containerd-shim-runsc-v1       gvisor.dev/gvisor/shim
 #   pause image (pause.tar)        Kubernetes' build/pause/linux/pause.c, gcc -static
+#   runc                           github.com/opencontainers/runc (cgo, libseccomp): the
+#                                  version containerd's script/setup/runc-version names;
+#                                  containerd 2.4's pod sandboxes fail under Debian 12's
+#                                  runc 1.1.5. It is used by this cluster only (containerd's
+#                                  BinaryName): /usr/sbin/runc stays as it is.
 # Each component is built in a small wrapper module outside the repository
 # (K8S_SRC, default /var/cache/isobench/k8s-src/<component>): a go.mod that
 # requires the upstream module, and for Kubernetes pins every k8s.io staging
@@ -16,37 +21,55 @@
 # K8S_BIN/current/ links to the versions in use. A second run does nothing.
 #   scripts/build-k8s.sh            build what is missing
 #   scripts/build-k8s.sh --print    print the binary directory and exit
-# Versions: K8S_VERSION, CONTAINERD_VERSION, GVISOR_VERSION override the defaults;
-# K8S_COMPONENTS="containerd pause" builds only some of kubernetes, containerd,
-# gvisor and pause.
+# Versions: K8S_VERSION, CONTAINERD_VERSION, GVISOR_VERSION, RUNC_VERSION override
+# the defaults; K8S_COMPONENTS="containerd pause" builds only some of kubernetes,
+# containerd, gvisor, pause and runc.
+#   scripts/build-k8s.sh --cached   exit 0 when every binary is built already
+#                                   (nothing to build), 1 otherwise
 # Cold build: see the comment at the end of this file for measured times.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
 CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
 GVISOR_VERSION=${GVISOR_VERSION:-}
+RUNC_VERSION=${RUNC_VERSION:-v1.5.2}
 K8S_SRC=${K8S_SRC:-/var/cache/isobench/k8s-src}
 K8S_BIN=${K8S_BIN:-/var/cache/isobench/k8s/bin}
 export GOFLAGS=${BUILD_GOFLAGS:--trimpath}
 export CGO_ENABLED=0
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
-K8S_COMPONENTS=${K8S_COMPONENTS:-kubernetes containerd gvisor pause}
+K8S_COMPONENTS=${K8S_COMPONENTS:-kubernetes containerd gvisor pause runc}
 want() { case " $K8S_COMPONENTS " in *" $1 "*) return 0 ;; esac; return 1; }
 log() { echo "build-k8s.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 if [ "${1:-}" = --print ]; then echo "$K8S_BIN/current"; exit 0; fi
-command -v go >/dev/null 2>&1 || die "Go is needed (Go 1.26+ for Kubernetes $K8S_VERSION)"
-mkdir -p "$K8S_SRC" "$K8S_BIN/current"
+check_only=0
+missing=()
+if [ "${1:-}" = --cached ]; then check_only=1; fi
+if [ "$check_only" = 0 ]; then
+  command -v go >/dev/null 2>&1 || die "Go is needed (Go 1.26+ for Kubernetes $K8S_VERSION)"
+  mkdir -p "$K8S_SRC" "$K8S_BIN/current"
+fi
 
 # link NAME from DIR into current/
-link_current() { ln -sfn "$1/$2" "$K8S_BIN/current/$2"; }
+link_current() { [ "$check_only" = 1 ] || ln -sfn "$1/$2" "$K8S_BIN/current/$2"; }
 
 # have DIR BIN... : true when every binary is already built
 have() {
   local dir=$1; shift
   for b in "$@"; do [ -x "$dir/$b" ] || [ -f "$dir/$b" ] || return 1; done
+}
+
+# need COMPONENT DIR BIN...: true when COMPONENT is wanted and not built; with
+# --cached it only notes what is missing
+need() {
+  local comp=$1; shift
+  want "$comp" || return 1
+  have "$@" && return 1
+  if [ "$check_only" = 1 ]; then missing+=("$comp"); return 1; fi
+  return 0
 }
 
 started=$(date +%s)
@@ -55,7 +78,7 @@ built=0
 # ---------------------------------------------------------------- Kubernetes
 k8s_dir=$K8S_BIN/kubernetes-$K8S_VERSION
 k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet etcd)
-if want kubernetes && ! have "$k8s_dir" "${k8s_bins[@]}"; then
+if need kubernetes "$k8s_dir" "${k8s_bins[@]}"; then
   log "building Kubernetes $K8S_VERSION (apiserver, controller-manager, scheduler, kubelet) and etcd"
   t0=$(date +%s)
   src=$K8S_SRC/kubernetes-$K8S_VERSION
@@ -120,7 +143,7 @@ if want kubernetes; then for b in "${k8s_bins[@]}"; do link_current "$k8s_dir" "
 # ---------------------------------------------------------------- containerd
 ctd_dir=$K8S_BIN/containerd-$CONTAINERD_VERSION
 ctd_bins=(containerd containerd-shim-runc-v2 ctr)
-if want containerd && ! have "$ctd_dir" "${ctd_bins[@]}"; then
+if need containerd "$ctd_dir" "${ctd_bins[@]}"; then
   log "building containerd $CONTAINERD_VERSION"
   t0=$(date +%s)
   src=$K8S_SRC/containerd-$CONTAINERD_VERSION
@@ -151,26 +174,48 @@ if want containerd; then for b in "${ctd_bins[@]}"; do link_current "$ctd_dir" "
 if [ -z "$GVISOR_VERSION" ]; then
   # the version runsc was built from when scripts/install-runsc.sh built it, else the newest
   GVISOR_VERSION=$(ls "$(go env GOMODCACHE)/cache/download/gvisor.dev/gvisor/@v/" 2>/dev/null | sed -n 's/\.zip$//p' | sort | tail -1)
+  if [ -z "$GVISOR_VERSION" ] && [ "$check_only" = 1 ]; then
+    # offline: the version current/ links to
+    GVISOR_VERSION=$(readlink "$K8S_BIN/current/runsc" 2>/dev/null | sed -n 's#.*/gvisor-\([^/]*\)/runsc$#\1#p')
+  fi
   [ -n "$GVISOR_VERSION" ] || GVISOR_VERSION=$(GOFLAGS= go list -m gvisor.dev/gvisor@latest | awk '{print $2}')
 fi
 gv_dir=$K8S_BIN/gvisor-$GVISOR_VERSION
-if want gvisor && ! have "$gv_dir" containerd-shim-runsc-v1 runsc; then
-  log "building the runsc shim (and runsc) from gvisor.dev/gvisor@$GVISOR_VERSION"
+# containerd-shim-runsc-v1.oom marks a shim built with the OOM-score patch below
+if need gvisor "$gv_dir" containerd-shim-runsc-v1 containerd-shim-runsc-v1.oom runsc; then
   t0=$(date +%s)
-  mkdir -p "$gv_dir.tmp"
+  mkdir -p "$gv_dir"
   work=$(mktemp -d)
-  (cd "$work" && GOFLAGS= GOBIN="$gv_dir.tmp" go install "gvisor.dev/gvisor/shim@$GVISOR_VERSION" "gvisor.dev/gvisor/runsc@$GVISOR_VERSION")
+  if ! have "$gv_dir" runsc; then
+    log "building runsc from gvisor.dev/gvisor@$GVISOR_VERSION"
+    (cd "$work" && GOFLAGS= GOBIN="$work" go install "gvisor.dev/gvisor/runsc@$GVISOR_VERSION")
+    mv "$work/runsc" "$gv_dir/runsc"
+  fi
+  # The shim sets its own oom_score_adj to -999 and gives up when it may not
+  # (it only forgives that unprivileged or in a user namespace). Here no
+  # process may lower oom_score_adj: CAP_SYS_RESOURCE is not in the host's
+  # bounding set. A copy of the module with pkg/shim/v1/manager.go patched
+  # lets the shim go on with its score unchanged on EPERM (the module cache
+  # is read-only, and go build -overlay refuses files in it).
+  log "building the runsc shim from gvisor.dev/gvisor@$GVISOR_VERSION (OOM-score patch)"
+  gdir=$(GOFLAGS= go mod download -json "gvisor.dev/gvisor@$GVISOR_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')
+  src=$K8S_SRC/gvisor-$GVISOR_VERSION
+  rm -rf "$src"; cp -r "$gdir" "$src"; chmod -R u+w "$src"
+  mgr=$src/pkg/shim/v1/manager.go
+  grep -q 'sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil {' "$mgr" || die "$mgr changed: the OOM-score patch no longer applies"
+  sed -i 's/sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil {/sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil \&\& !os.IsPermission(err) {/' "$mgr"
+  (cd "$src" && GOFLAGS="$GOFLAGS -mod=mod" go build -o "$work/shim" ./shim)
+  mv "$work/shim" "$gv_dir/containerd-shim-runsc-v1"
+  echo "containerd-shim-runsc-v1 built with the OOM-score patch (scripts/build-k8s.sh)" >"$gv_dir/containerd-shim-runsc-v1.oom"
   rm -rf "$work"
-  mv "$gv_dir.tmp/shim" "$gv_dir.tmp/containerd-shim-runsc-v1"
-  rm -rf "$gv_dir"; mv "$gv_dir.tmp" "$gv_dir"
-  log "gVisor shim built in $(( $(date +%s) - t0 )) s"
+  log "gVisor built in $(( $(date +%s) - t0 )) s"
   built=1
 fi
 if want gvisor; then link_current "$gv_dir" containerd-shim-runsc-v1; link_current "$gv_dir" runsc; fi
 
 # ---------------------------------------------------------------- pause image
 pause_dir=$K8S_BIN/pause-$K8S_VERSION
-if want pause && ! have "$pause_dir" pause pause.tar; then
+if need pause "$pause_dir" pause pause.tar; then
   log "building the pause image from Kubernetes $K8S_VERSION build/pause/linux/pause.c"
   command -v gcc >/dev/null 2>&1 || die "gcc is needed for the pause binary (apt-get install gcc libc6-dev)"
   kdir=$(GOFLAGS= go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')
@@ -196,6 +241,41 @@ if want pause && ! have "$pause_dir" pause pause.tar; then
   built=1
 fi
 if want pause; then link_current "$pause_dir" pause.tar; fi
+
+# ---------------------------------------------------------------- runc
+# containerd 2.4 starts pod sandboxes that Debian 12's runc 1.1.5 cannot
+# ("can't get final child's PID from pipe: EOF"); this runc is the cluster's
+# only (containerd's runc BinaryName), the host's /usr/sbin/runc is untouched.
+runc_dir=$K8S_BIN/runc-$RUNC_VERSION
+if need runc "$runc_dir" runc; then
+  log "building runc $RUNC_VERSION (cgo, libseccomp)"
+  command -v gcc >/dev/null 2>&1 || die "gcc is needed for runc (apt-get install gcc libc6-dev)"
+  pkg-config --exists libseccomp 2>/dev/null || die "libseccomp's headers are needed for runc: apt-get install libseccomp-dev pkg-config"
+  t0=$(date +%s)
+  rdir=$(GOFLAGS= go mod download -json "github.com/opencontainers/runc@$RUNC_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')
+  [ -f "$rdir/main.go" ] || die "could not download github.com/opencontainers/runc@$RUNC_VERSION (is the Go module proxy reachable?)"
+  src=$K8S_SRC/runc-$RUNC_VERSION
+  # a writable copy: the module cache is read-only, and go build may update go.sum
+  rm -rf "$src"; cp -r "$rdir" "$src"; chmod -R u+w "$src"
+  rm -rf "$runc_dir.tmp"; mkdir -p "$runc_dir.tmp"
+  (
+    cd "$src"
+    # runc's Makefile tags without libpathrs (a Rust library Debian 12 lacks:
+    # runc then uses its Go pathrs-lite), dynamically linked to libseccomp
+    CGO_ENABLED=1 GOFLAGS="$GOFLAGS -mod=mod" go build -buildmode=pie -tags "seccomp urfave_cli_no_docs" \
+      -ldflags "-X main.gitCommit=$RUNC_VERSION-isobench" -o "$runc_dir.tmp/runc" .
+  )
+  "$runc_dir.tmp/runc" --version >&2
+  rm -rf "$runc_dir"; mv "$runc_dir.tmp" "$runc_dir"
+  log "runc built in $(( $(date +%s) - t0 )) s"
+  built=1
+fi
+if want runc; then link_current "$runc_dir" runc; fi
+
+if [ "$check_only" = 1 ]; then
+  if [ ${#missing[@]} -gt 0 ]; then log "not built yet: ${missing[*]} (scripts/build-k8s.sh builds them)"; exit 1; fi
+  exit 0
+fi
 
 if [ "$built" = 1 ]; then
   log "done in $(( $(date +%s) - started )) s; binaries in $K8S_BIN/current"

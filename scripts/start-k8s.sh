@@ -129,10 +129,12 @@ mkdir -p "$BASE" "$RUN" "$LOGS" "$PKI" "$BASE/cni/net.d"
 for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet containerd containerd-shim-runc-v2 containerd-shim-runsc-v1 ctr; do
   [ -x "$BIN/$b" ] || die "$BIN/$b is missing (scripts/build-k8s.sh builds it)"
 done
-command -v runc >/dev/null || die "runc is needed (apt-get install runc)"
 # containerd 2.4's pod sandboxes fail under Debian 12's runc 1.1.5 ("can't get
-# final child's PID from pipe: EOF"): runc 1.2 or later is needed
-case "$(runc --version | awk 'NR==1{print $3}')" in 1.0.*|1.1.*) log "warning: runc $(runc --version | awk 'NR==1{print $3}') is older than 1.2: pod sandboxes will fail to start with containerd 2.4" ;; esac
+# final child's PID from pipe: EOF"): containerd runs the runc build-k8s.sh
+# built (BinaryName below), not /usr/sbin/runc
+RUNC=$BIN/runc
+[ -x "$RUNC" ] || die "$RUNC is missing (scripts/build-k8s.sh builds it)"
+case "$("$RUNC" --version | awk 'NR==1{print $3}')" in 1.0.*|1.1.*) die "$RUNC is older than 1.2: containerd 2.4's pod sandboxes cannot start under it" ;; esac
 command -v runsc >/dev/null || log "runsc is missing: the gvisor RuntimeClass will not work (scripts/install-runsc.sh)"
 [ -x /usr/lib/cni/bridge ] || die "CNI plugins are needed: apt-get install containernetworking-plugins"
 command -v openssl >/dev/null || die "openssl is needed"
@@ -253,12 +255,16 @@ state = "$RUN/containerd/state"
     sandbox = 'registry.k8s.io/pause:isobench'
 [plugins.'io.containerd.cri.v1.runtime']
   enable_selinux = false
+  # no process here may lower oom_score_adj (CAP_SYS_RESOURCE is not in the
+  # bounding set); the kubelet asks -998 for sandboxes, -997 for Guaranteed pods
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = 'runc'
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
       runtime_type = 'io.containerd.runc.v2'
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         SystemdCgroup = false
+        BinaryName = '$RUNC'
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runsc]
       runtime_type = 'io.containerd.runsc.v1'
   [plugins.'io.containerd.cri.v1.runtime'.cni]
@@ -316,6 +322,7 @@ failCgroupV1: false
 cgroupsPerQOS: false
 enforceNodeAllocatable: []
 failSwapOn: false
+oomScoreAdj: 0
 localStorageCapacityIsolation: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
