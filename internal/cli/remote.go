@@ -8,9 +8,11 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -35,6 +37,14 @@ func cmdPlatformd(ctx context.Context, st *State, args []string) error {
 	if fs.NArg() != 1 {
 		return usage("platformd takes one platform spec")
 	}
+	// When the SSH session dies, a write to stdout (fd 1) before platformd
+	// notices must fail with EPIPE: Go kills a program on SIGPIPE from fd
+	// 1 unless SIGPIPE is notified, and platformd would die before
+	// removing its instances. (Notified, not ignored: children start with
+	// the default action.)
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
 	env := platform.Env{AgentBinary: st.Executable, StateDir: st.stateDir(*stateDir), Log: st.Stderr}
 	return remote.Platformd(ctx, st.Platforms, env, fs.Arg(0), st.Stdin, os.Stdout)
 }
