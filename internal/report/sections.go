@@ -443,6 +443,9 @@ func sectionLines(s Section, p Panel, cells []Cell, ref *Cell, colours map[strin
 		}
 		v, _, _, _ := central(c, s.Central)
 		pt := catPoint{x: slices.Index(cats, xKey(s, c)), y: v, lo: v - c.Stdev, hi: v + c.Stdev, whisker: c.N > 1 && c.Stdev > 0}
+		if v >= 0 && pt.lo < 0 {
+			pt.lo = 0 // a spread below zero of a value that cannot be: cut at the axis
+		}
 		lines[j].pts = append(lines[j].pts, pt)
 		ylo, yhi = math.Min(ylo, v), math.Max(yhi, v)
 		if pt.whisker {
