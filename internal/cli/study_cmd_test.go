@@ -103,6 +103,13 @@ func TestStudyRunQuickEndToEnd(t *testing.T) {
 	if fi, err := os.Stat(html); err != nil || fi.Size() == 0 {
 		t.Errorf("report: %v", err)
 	}
+	// The report opens with the paper's figures, lxd said to be left out.
+	page, _ := os.ReadFile(html)
+	for _, s := range []string{`<section class="paper" id="paper-fig3a">`, "<h2>Figure 3a: ", `<section class="paper" id="paper-table2">`, "lxd: left out (--platform)", "<b>UNDECIDED</b>"} {
+		if !strings.Contains(string(page), s) {
+			t.Errorf("report lacks %q", s)
+		}
+	}
 	s, err := store.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
