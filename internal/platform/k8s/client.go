@@ -46,8 +46,7 @@ func kubeconfigPath(opt, env, home string) (string, error) {
 	if fileExists(DefaultKubeconfig) {
 		return DefaultKubeconfig, nil
 	}
-	return "", errors.New("k8s: no kubeconfig: set $KUBECONFIG, write ~/.kube/config, pass kubeconfig=PATH, " +
-		"or start the local test cluster with scripts/start-k8s.sh (" + DefaultKubeconfig + ")")
+	return "", errors.New("k8s: no kubeconfig: set $KUBECONFIG, write ~/.kube/config, pass kubeconfig=PATH, or " + startHint())
 }
 
 func fileExists(p string) bool {

@@ -30,6 +30,9 @@ const (
 	chanClose  = 255 // v5: payload is the channel to close
 )
 
+// stdinChunk is the most stdin one message carries.
+const stdinChunk = 32 << 10
+
 // frame makes a message for channel ch.
 func frame(ch byte, data []byte) []byte {
 	return append([]byte{ch}, data...)
@@ -119,6 +122,12 @@ func (c *client) exec(ctx context.Context, ns, pod, container string, argv []str
 		TLSClientConfig:  c.ep.TLS,
 		Subprotocols:     []string{protoV5, protoV4},
 		HandshakeTimeout: 2 * time.Minute,
+		// every message must go out as one frame: the apiserver's
+		// golang.org/x/net/websocket side reads a continuation frame as
+		// a new message, takes its first data byte for the channel and
+		// drops it (with gorilla's 4 KiB default buffer, 3 of every 4 KiB
+		// of stdin were lost)
+		WriteBufferSize: stdinChunk + 64,
 	}
 	h := http.Header{}
 	if c.ep.Token != "" {
@@ -164,7 +173,7 @@ func (c *client) exec(ctx context.Context, ns, pod, container string, argv []str
 			return -1, fmt.Errorf("k8s exec: the apiserver speaks %s, which cannot close stdin (Kubernetes 1.30 or later speaks %s)", proto, protoV5)
 		}
 		go func() {
-			buf := make([]byte, 32<<10)
+			buf := make([]byte, stdinChunk)
 			for {
 				n, err := stdin.Read(buf)
 				if n > 0 {

@@ -14,9 +14,11 @@
 // socket images are imported through; default the one start-k8s.sh runs) and
 // image (profile, default minimal).
 //
-// Pods are labelled isobench=1 and with a label per Platform
-// (isobench.k8s.session); Close removes an instance's pod and Platform.Close
-// every pod of the session, so pods left by an interrupted Create go too.
+// Pods are labelled isobench=1, with a label per Platform
+// (isobench.k8s.session) and the host that made them (isobench.k8s.host);
+// Close removes an instance's pod and Platform.Close every pod of the
+// session, so pods left by an interrupted Create go too; `isobench clean`
+// removes those of dead runs (CleanPods).
 package k8s
 
 import (
@@ -129,8 +131,19 @@ func (p *Platform) opt(s platform.Spec, k string) string {
 	return p.opts.Extra[k]
 }
 
-// startHint says how to get a cluster.
-const startHint = "start the local single-node cluster with scripts/start-k8s.sh (as root), or point kubeconfig=/$KUBECONFIG at a cluster"
+// builtBin is where scripts/build-k8s.sh links the binaries it built.
+const builtBin = "/var/cache/isobench/k8s/bin/current"
+
+// startHint says how to get a cluster: start the local one when its
+// binaries are built, else build them first (what `isobench doctor` shows).
+func startHint() string {
+	if fileExists(builtBin+"/kubelet") && fileExists(builtBin+"/runc") {
+		return "start the local single-node cluster with scripts/start-k8s.sh (as root; its binaries are built in " + builtBin + "), " +
+			"or point kubeconfig=/$KUBECONFIG at a cluster"
+	}
+	return "build the local single-node cluster with scripts/build-k8s.sh (Go, gcc, libseccomp-dev, containernetworking-plugins; " +
+		"about an hour cold, cached in " + builtBin + ") and start it with scripts/start-k8s.sh (as root), or point kubeconfig=/$KUBECONFIG at a cluster"
+}
 
 // Version asks the apiserver for its version.
 func (p *Platform) Version(ctx context.Context) (string, error) {
@@ -141,7 +154,7 @@ func (p *Platform) Version(ctx context.Context) (string, error) {
 		GitVersion string `json:"gitVersion"`
 	}
 	if err := p.c.do(ctx, http.MethodGet, "/version", nil, nil, &v); err != nil {
-		return "", fmt.Errorf("k8s: apiserver %s not reachable (kubeconfig %s): %w; %s", p.c.ep.Server, p.kubeconfig, err, startHint)
+		return "", fmt.Errorf("k8s: apiserver %s not reachable (kubeconfig %s): %w; %s", p.c.ep.Server, p.kubeconfig, err, startHint())
 	}
 	return v.GitVersion, nil
 }
@@ -298,7 +311,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	if err != nil {
 		return nil, err
 	}
-	o := podOpts{Name: name, Namespace: p.ns(), RuntimeClass: p.opt(s, "runtime"), Node: p.opt(s, "node"), Session: p.session}
+	o := podOpts{Name: name, Namespace: p.ns(), RuntimeClass: p.opt(s, "runtime"), Node: p.opt(s, "node"), Session: p.session, Host: thisHost()}
 	// validate the spec before any image work
 	if _, err := buildPod(s, o); err != nil {
 		return nil, err

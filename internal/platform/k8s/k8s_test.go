@@ -2,12 +2,15 @@ package k8s
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
@@ -109,4 +112,94 @@ func TestImport(t *testing.T) {
 	if err := p.Prepare(t.Context(), "no-such-profile"); err == nil {
 		t.Error("Prepare of an unknown profile succeeded")
 	}
+}
+
+// TestCleanPods makes two pods on the test cluster, one of a run the judge
+// calls dead and one of a live run, and checks that CleanPods (what
+// `isobench clean` calls) lists only the dead one with --dry-run, then
+// removes it and keeps the other.
+func TestCleanPods(t *testing.T) {
+	probe, err := NewPlatform(mustParse(t, "k8s:runtime=runc"), platform.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := probe.Version(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, "k8s", err)
+	}
+	agent := conformance.BuildAgent(t)
+	p, err := NewPlatform(mustParse(t, "k8s:runtime=runc"), platform.Env{AgentBinary: agent, StateDir: t.TempDir(), Log: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	tag := fmt.Sprintf("%x", time.Now().UnixNano())
+	deadTok, liveTok := "d"+tag[len(tag)-5:], "l"+tag[len(tag)-5:]
+	var insts [2]platform.Instance
+	for i, tok := range []string{deadTok, liveTok} {
+		insts[i], err = p.Create(t.Context(), platform.Spec{Name: "clean-" + tok, Labels: map[string]string{runLabel: tok, "isobench.test": "conformance"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst := insts[i]
+		t.Cleanup(func() {
+			if err := inst.Close(context.Background()); err != nil {
+				t.Errorf("Close(%s): %v", inst.ID(), err)
+			}
+		})
+	}
+	judge := func(tok string) (bool, string) {
+		switch tok {
+		case deadTok:
+			return true, "test: dead"
+		case liveTok:
+			return false, ""
+		}
+		return false, "test: not this test's"
+	}
+	var out strings.Builder
+	if err := CleanPods(t.Context(), &out, "", judge, true); err != nil {
+		t.Fatal(err)
+	}
+	dry := out.String()
+	if !strings.Contains(dry, "would remove k8s-pod default/"+insts[0].ID()+" (test: dead)") || strings.Contains(dry, insts[1].ID()) {
+		t.Fatalf("dry run said:\n%s", dry)
+	}
+	out.Reset()
+	if err := CleanPods(t.Context(), &out, "", judge, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "removed k8s-pod default/"+insts[0].ID()) {
+		t.Errorf("clean said:\n%s", out.String())
+	}
+	pods, err := p.listPods(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live, dead bool
+	for _, pd := range pods {
+		switch pd.Name {
+		case insts[0].ID():
+			dead = !pd.Deleting
+		case insts[1].ID():
+			live = !pd.Deleting
+			if pd.Host != thisHost() || pd.Token != liveTok {
+				t.Errorf("live pod's labels: host %q token %q, want %q %q", pd.Host, pd.Token, thisHost(), liveTok)
+			}
+		}
+	}
+	if dead || !live {
+		t.Errorf("after clean: dead run's pod still there %v, live run's pod there %v (pods %+v)", dead, live, pods)
+	}
+	if out := mustExec(t, insts[1], "echo", "alive"); out != "alive\n" {
+		t.Errorf("the live run's pod after clean printed %q", out)
+	}
+}
+
+func mustExec(t *testing.T, in platform.Instance, argv ...string) string {
+	t.Helper()
+	var out strings.Builder
+	if err := in.Exec(t.Context(), argv, platform.ExecIO{Stdout: &out}); err != nil {
+		t.Fatalf("exec %q: %v", argv, err)
+	}
+	return out.String()
 }

@@ -160,6 +160,7 @@ type podOpts struct {
 	RuntimeClass string
 	Node         string
 	Session      string // label value shared by the pods of one Platform
+	Host         string // label value naming the host whose isobench made the pod
 }
 
 // dnsName turns s into a DNS-1123 label fragment (lower case, digits and
@@ -285,6 +286,9 @@ func buildPod(s platform.Spec, o podOpts) (*pod, error) {
 	}
 	if o.Session != "" {
 		labels[sessionLabel] = o.Session
+	}
+	if o.Host != "" {
+		labels[hostLabel] = o.Host
 	}
 	c := container{
 		Name:            containerName,

@@ -3,9 +3,14 @@ package k8s
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,7 +30,7 @@ func TestBuildPod(t *testing.T) {
 		Name: "conf-x_1", CPUs: 1.5, Memory: 256 << 20, Storage: platform.StorageVolume,
 		Labels: map[string]string{"isobench.run": "abc/def", "bad key!": "x"},
 	}
-	pd, err := buildPod(s, podOpts{Name: "isobench-conf-x-1-0a0b", Namespace: "ns", Image: "isobench/minimal:d", RuntimeClass: "gvisor", Node: "n1", Session: "s1"})
+	pd, err := buildPod(s, podOpts{Name: "isobench-conf-x-1-0a0b", Namespace: "ns", Image: "isobench/minimal:d", RuntimeClass: "gvisor", Node: "n1", Session: "s1", Host: "h1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +55,7 @@ func TestBuildPod(t *testing.T) {
 		t.Errorf("env %+v", c.Env)
 	}
 	l := pd.Metadata.Labels
-	if l["isobench"] != "1" || l["isobench.name"] != "conf-x_1" || l["isobench.run"] != "abc_def" || l[sessionLabel] != "s1" {
+	if l["isobench"] != "1" || l["isobench.name"] != "conf-x_1" || l["isobench.run"] != "abc_def" || l[sessionLabel] != "s1" || l[hostLabel] != "h1" {
 		t.Errorf("labels %v", l)
 	}
 	if _, ok := l["bad key!"]; ok {
@@ -248,5 +253,89 @@ func TestContainerdRef(t *testing.T) {
 		if got := containerdRef(in); got != want {
 			t.Errorf("containerdRef(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestExecStdinOneFramePerMessage reads the client's websocket frames off
+// the wire: every stdin message must be one final binary frame, since the
+// apiserver's websocket reader takes a continuation frame for a new message
+// (and its first byte for the channel), which lost most of a large stdin.
+func TestExecStdinOneFramePerMessage(t *testing.T) {
+	in := bytes.Repeat([]byte("0123456789abcdef"), 10000) // 160 kB: several messages
+	got := make(chan []byte, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		h := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+		fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\nSec-WebSocket-Protocol: %s\r\n\r\n",
+			base64.StdEncoding.EncodeToString(h[:]), protoV5)
+		rw.Flush()
+		var stdin []byte
+		for {
+			var hdr [2]byte
+			if _, err := io.ReadFull(rw, hdr[:]); err != nil {
+				t.Errorf("reading a frame: %v", err)
+				return
+			}
+			fin, op, n := hdr[0]&0x80 != 0, hdr[0]&0x0f, uint64(hdr[1]&0x7f)
+			switch n {
+			case 126:
+				var b [2]byte
+				io.ReadFull(rw, b[:])
+				n = uint64(binary.BigEndian.Uint16(b[:]))
+			case 127:
+				var b [8]byte
+				io.ReadFull(rw, b[:])
+				n = binary.BigEndian.Uint64(b[:])
+			}
+			var mask [4]byte
+			io.ReadFull(rw, mask[:])
+			payload := make([]byte, n)
+			if _, err := io.ReadFull(rw, payload); err != nil {
+				t.Errorf("reading a frame's payload: %v", err)
+				return
+			}
+			for i := range payload {
+				payload[i] ^= mask[i%4]
+			}
+			if op == 0x8 || op == 0x9 || op == 0xa { // close, ping, pong
+				continue
+			}
+			if !fin || op != 0x2 {
+				t.Errorf("a stdin message went out as a frame with FIN %v, opcode %d (want one final binary frame per message)", fin, op)
+				return
+			}
+			if bytes.Equal(payload, closeFrame(chanStdin)) {
+				break
+			}
+			if len(payload) == 0 || payload[0] != chanStdin {
+				t.Errorf("frame on channel %v", payload[:1])
+				return
+			}
+			stdin = append(stdin, payload[1:]...)
+		}
+		got <- stdin
+		st := append([]byte{chanError}, `{"status":"Success"}`...)
+		rw.Write(append([]byte{0x82, byte(len(st))}, st...))
+		rw.Write([]byte{0x88, 2, 0x03, 0xe8}) // close, normal
+		rw.Flush()
+	}))
+	defer srv.Close()
+	c := newClient(endpoint{Server: srv.URL, TLS: &tls.Config{InsecureSkipVerify: true}})
+	code, err := c.exec(context.Background(), "ns", "pod", "main", []string{"cat"}, bytes.NewReader(in), io.Discard, io.Discard)
+	if err != nil || code != 0 {
+		t.Fatalf("exec = %d, %v; want 0, nil", code, err)
+	}
+	select {
+	case s := <-got:
+		if !bytes.Equal(s, in) {
+			t.Errorf("the server got %d bytes of stdin, want the %d sent", len(s), len(in))
+		}
+	default:
+		t.Fatal("the server did not see stdin closed")
 	}
 }
