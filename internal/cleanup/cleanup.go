@@ -136,6 +136,13 @@ func Scan(ctx context.Context, o Options) (*Plan, error) {
 	return p, nil
 }
 
+// Judge returns how Scan decides whether an object carrying a run token
+// ("" for none) belongs to no live run, and why: for objects this package
+// does not list itself (the k8s platform's pods on a cluster).
+func Judge(o Options) func(token string) (dead bool, why string) {
+	return newWorld(o).tokenDead
+}
+
 // Remove removes the plan's objects in order (processes and containers
 // first, the bridge last) and returns every failure. Dead runs' records
 // are removed once everything was.

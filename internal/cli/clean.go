@@ -10,6 +10,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cleanup"
 	"github.com/isobench/isobench/internal/cleanup/runrec"
+	"github.com/isobench/isobench/internal/platform/k8s"
 	"github.com/isobench/isobench/internal/store"
 )
 
@@ -17,8 +18,8 @@ const cleanSynopsis = `clean [--dry-run] [--state-dir DIR] [--db FILE]
 
 Finds everything isobench created on this host (containers, instances, processes,
 mounts, cgroups, network namespaces, veths and taps, the bridge and its firewall
-rule, leases, scratch and volume directories, VM disks) that belongs to no live
-run, lists it and removes it; runs whose process died are marked "crashed" (also
+rule, leases, scratch and volume directories, VM disks, and this host's pods on a
+reachable Kubernetes cluster) that belongs to no live run, lists it and removes it; runs whose process died are marked "crashed" (also
 those of --db that a process on this host left "running").`
 
 func cmdClean(ctx context.Context, st *State, args []string) error {
@@ -42,7 +43,11 @@ func cmdClean(ctx context.Context, st *State, args []string) error {
 		}
 	}
 	ctx = context.WithoutCancel(ctx)
-	err := cleanup.Clean(ctx, st.Stdout, cleanup.Options{StateDirs: []string{st.stateDir(*stateDir)}}, *dry)
+	opts := cleanup.Options{StateDirs: []string{st.stateDir(*stateDir)}}
+	judge := cleanup.Judge(opts) // before Clean ends the dead runs' records
+	err := cleanup.Clean(ctx, st.Stdout, opts, *dry)
+	// isobench pods of dead runs on a reachable cluster (none: nothing said)
+	err = errors.Join(err, k8s.CleanPods(ctx, st.Stdout, "", judge, *dry))
 	if *db != "" && !*dry {
 		var oerr error
 		if s, oerr = store.Open(ctx, *db); oerr != nil {
