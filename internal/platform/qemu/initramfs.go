@@ -7,6 +7,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -218,6 +219,10 @@ func (p *Platform) buildInitramfs(ctx context.Context, profile string, k kernel)
 	if usesRootDisk(profile) {
 		// the profile is on a root disk: the initramfs only mounts it
 		profile, want = bootProfile, DiskModules
+		// (the other profiles' builder checks its agent the same way)
+		if err := checkStatic(p.env.AgentBinary); err != nil {
+			return "", err
+		}
 	}
 	if k.ModDir != "" {
 		var err error
@@ -349,4 +354,21 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// checkStatic refuses an agent binary with a program interpreter: it is the
+// VM's /init, started before any loader or libc is there (the kernel then
+// panics with "Failed to execute /init (error -2)").
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("qemu: the agent binary %s: %w", path, err)
+	}
+	defer f.Close()
+	for _, pr := range f.Progs {
+		if pr.Type == elf.PT_INTERP {
+			return fmt.Errorf("qemu: the agent binary %s is dynamically linked, so it cannot be a VM's init: build it static with 'make build' (CGO_ENABLED=0)", path)
+		}
+	}
+	return nil
 }

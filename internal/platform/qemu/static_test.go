@@ -1,0 +1,27 @@
+package qemu
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestCheckStatic: a dynamically linked agent is refused with one clear
+// line before it is packed as a VM's /init (the guest kernel would panic).
+func TestCheckStatic(t *testing.T) {
+	dyn := "/bin/sh" // Debian's dash needs its loader
+	if err := checkStatic(dyn); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
+		t.Errorf("checkStatic(%s) = %v, want a dynamically linked error", dyn, err)
+	}
+	bad := t.TempDir() + "/not-elf"
+	os.WriteFile(bad, []byte("#!/bin/sh\n"), 0o755)
+	if err := checkStatic(bad); err == nil {
+		t.Errorf("checkStatic(a script) = nil, want an error")
+	}
+	if testing.Short() {
+		return
+	}
+	if err := checkStatic(testAgent(t)); err != nil {
+		t.Errorf("the static test agent: %v", err)
+	}
+}
