@@ -341,6 +341,28 @@ func TestCrun(t *testing.T) {
 	runTransfers(t, newPlatform(t, "crun"), platform.Spec{Network: platform.NetBridge})
 }
 
+// TestQEMU: one wget download of a small tree from Apache in a QEMU VM
+// (the debian root disk, TCG here) over the tap on the isobench bridge,
+// every byte verified: one VM boot, the cheapest transfer (scp's
+// emulated crypto runs at ~3 MB/s under TCG).
+func TestQEMU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a VM")
+	}
+	needHost(t, "wget")
+	accel := os.Getenv("ISOBENCH_QEMU_ACCEL")
+	if accel == "" {
+		accel = "tcg" // no KVM probe boot: TCG is what this host runs
+	}
+	p := newPlatform(t, "qemu:accel="+accel)
+	res, err := runOne(t, transfer.WgetDef, map[string]string{"tree": "20/2m"}, env(p, platform.Spec{Network: platform.NetBridge}, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, res, 1, "exclusive", 2<<20)
+	p.check(t)
+}
+
 // noContainers: no container of this test process is left in the engine.
 func noContainers(t *testing.T, cli string) {
 	t.Helper()
