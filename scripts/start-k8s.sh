@@ -13,8 +13,13 @@
 # This host has cgroup v1 and no systemd as PID 1; the kubelet needs
 #   cgroupDriver: cgroupfs (and containerd's runc SystemdCgroup=false)
 #   failCgroupV1: false         (since 1.35 the kubelet refuses cgroup v1 otherwise)
-#   cgroupsPerQOS: false and enforceNodeAllocatable: []   (no hugetlb hierarchy
-#                                here, and no systemd slices to create QoS cgroups under)
+#   cgroupsPerQOS: true (kubepods/[QOS/]pod<uid> under every v1 hierarchy; the
+#                                missing hugetlb one is optional): gVisor puts its whole
+#                                sandbox in the pod's cgroup, so without it a gvisor pod's
+#                                limits were in force nowhere
+#   oomScoreAdj: 0 and containerd's restrict_oom_score_adj   (CAP_SYS_RESOURCE is
+#                                not in this host's bounding set: no process may lower
+#                                oom_score_adj, and every sandbox asked for -998)
 #   failSwapOn: false           (harmless without swap; needed where swap exists)
 #   imageGCHighThresholdPercent: 100 (imported images cannot be pulled back)
 #   localStorageCapacityIsolation: false, evictionHard only for memory.available
@@ -319,8 +324,8 @@ healthzPort: 10248
 containerRuntimeEndpoint: unix://$CTD_SOCK
 cgroupDriver: cgroupfs
 failCgroupV1: false
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
+cgroupsPerQOS: true
+enforceNodeAllocatable: ["pods"]
 failSwapOn: false
 oomScoreAdj: 0
 localStorageCapacityIsolation: false

@@ -316,6 +316,17 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	if _, err := buildPod(s, o); err != nil {
 		return nil, err
 	}
+	if s.Network == platform.NetHost && o.RuntimeClass != "" {
+		// gVisor's netstack (runsc's default network mode) serves the pod's
+		// sockets itself: with hostNetwork nothing listens on the node
+		classes, err := p.RuntimeClasses(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if h := classes[o.RuntimeClass]; h == "runsc" || strings.HasPrefix(h, "runsc-") || strings.HasPrefix(h, "gvisor") {
+			return nil, fmt.Errorf("k8s: network=host with RuntimeClass %s (handler %s): %w (gVisor's own network stack serves the pod's sockets, not the node's)", o.RuntimeClass, h, platform.ErrUnsupported)
+		}
+	}
 	if o.Image, err = p.image(ctx, p.profile(s)); err != nil {
 		return nil, err
 	}
@@ -615,6 +626,7 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 		"runtime_class": in.runtimeClass,
 		"pod_ip":        in.podIP,
 		"qos_class":     in.qos,
+		"pod_uid":       in.uid,
 	}
 	var cur pod
 	if err := in.p.c.do(ctx, http.MethodGet, in.podPath(), nil, nil, &cur); err != nil {

@@ -2,12 +2,14 @@ package k8s
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,12 +42,20 @@ func TestConformance(t *testing.T) {
 				}
 				return p
 			}
-			conformance.Run(t, newPlatform, conformance.Opts{
+			copts := conformance.Opts{
 				NoNetworks: []string{platform.NetNone},
 				Leftovers:  func(ctx context.Context) ([]string, error) { return leftovers(ctx, p) },
-				// the gVisor sandbox reports the limits of its own cgroup
-				// in the same files; the check is the same
-			})
+			}
+			if rc == "gvisor" {
+				// gVisor's own cgroupfs shows its sandbox's (the pause
+				// container's) unlimited values, not the pod's limits: they
+				// are checked where they are enforced, the pod's cgroup on
+				// the node, which holds the sandbox. network=host is refused
+				// (gVisor's netstack serves the pod's sockets).
+				copts.NoNetworks = append(copts.NoNetworks, platform.NetHost)
+				copts.Limits = podCgroupLimits
+			}
+			conformance.Run(t, newPlatform, copts)
 		})
 	}
 }
@@ -202,4 +212,84 @@ func mustExec(t *testing.T, in platform.Instance, argv ...string) string {
 		t.Fatalf("exec %q: %v", argv, err)
 	}
 	return out.String()
+}
+
+// podCgroupLimits checks, on the node (this host), the CPU quota and memory
+// limit of the pod's cgroup (cgroup v1, cgroupfs driver: kubepods[/QOS]/pod<uid>)
+// and that the pod's runsc sandbox runs in it.
+func podCgroupLimits(ctx context.Context, inst platform.Instance, cpus float64, memory int64) error {
+	f := inst.Facts(ctx)
+	uid, qos := f["pod_uid"], strings.ToLower(f["qos_class"])
+	if uid == "" {
+		return fmt.Errorf("instance facts have no pod_uid: %v", f)
+	}
+	rel := "kubepods/pod" + uid
+	if qos != "" && qos != "guaranteed" {
+		rel = "kubepods/" + qos + "/pod" + uid
+	}
+	read := func(ctrl, file string) (int64, error) {
+		b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", ctrl, rel, file))
+		if err != nil {
+			return 0, err
+		}
+		return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	}
+	quota, err := read("cpu", "cpu.cfs_quota_us")
+	if err != nil {
+		return err
+	}
+	period, err := read("cpu", "cpu.cfs_period_us")
+	if err != nil {
+		return err
+	}
+	mem, err := read("memory", "memory.limit_in_bytes")
+	if err != nil {
+		return err
+	}
+	if got := float64(quota) / float64(period); cpus > 0 && (quota <= 0 || got < cpus*0.99 || got > cpus*1.01) {
+		return fmt.Errorf("pod cgroup %s: cpu quota %d/%d, want %.3f cores", rel, quota, period, cpus)
+	}
+	if memory > 0 && (mem > memory || mem < memory-64<<10) {
+		return fmt.Errorf("pod cgroup %s: memory limit %d, want %d", rel, mem, memory)
+	}
+	// the sandbox's processes are in the pod's cgroup (or below it)
+	found := false
+	filepath.WalkDir(filepath.Join("/sys/fs/cgroup/memory", rel), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		b, _ := os.ReadFile(path)
+		for _, pid := range strings.Fields(string(b)) {
+			cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+			if strings.HasPrefix(string(cmd), "runsc-sandbox") {
+				found = true
+			}
+		}
+		return nil
+	})
+	if !found {
+		return fmt.Errorf("no runsc-sandbox process in the pod's cgroup %s", rel)
+	}
+	return nil
+}
+
+// TestGvisorHostNetwork: network=host with the gvisor RuntimeClass is
+// refused before any pod is made (gVisor's netstack would serve the pod's
+// sockets, so nothing would listen on the node).
+func TestGvisorHostNetwork(t *testing.T) {
+	p, err := NewPlatform(mustParse(t, "k8s:runtime=gvisor"), platform.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Version(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, "k8s", err)
+	}
+	inst, err := p.Create(t.Context(), platform.Spec{Name: "gvisor-host", Network: platform.NetHost})
+	if err == nil {
+		inst.Close(t.Context())
+		t.Fatal("network=host with RuntimeClass gvisor was accepted")
+	}
+	if !errors.Is(err, platform.ErrUnsupported) {
+		t.Errorf("network=host with gvisor: %v, want ErrUnsupported", err)
+	}
 }
