@@ -345,9 +345,17 @@ authorization:
 registerNode: true
 maxPods: 50
 EOF
+kubelet_since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+running kubelet && kubelet_since=
 daemon kubelet kubelet --config "$BASE/kubelet.yaml" --kubeconfig "$BASE/kubelet.kubeconfig" \
   --root-dir "$BASE/kubelet" --hostname-override "$NODE" --node-ip "$NODE_IP" --v 1
-node_ready() { api GET "/api/v1/nodes/$NODE" | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'; }
+# Ready, and said so by this kubelet: after a restart etcd still holds the
+# last run's Ready condition until the new kubelet's first heartbeat
+node_ready() {
+  local hb
+  hb=$(api GET "/api/v1/nodes/$NODE" | tr -d ' \n' | sed -n 's/.*"type":"Ready","status":"True","lastHeartbeatTime":"\([^"]*\)".*/\1/p')
+  [ -n "$hb" ] && { [ -z "$kubelet_since" ] || [[ "$hb" > "$kubelet_since" ]] || [ "$hb" = "$kubelet_since" ]; }
+}
 wait_for "node $NODE Ready" 300 node_ready
 
 # ---------------------------------------------------------------- runtime classes
