@@ -115,6 +115,11 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 		fmt.Fprintln(w)
 		study.CompareFindings(w, sf, cells)
 	}
+	if recOK && rec.Spread && *format == "table" {
+		if err := spreadHosts(w, samples); err != nil { // remote.go
+			return err
+		}
+	}
 	if *format == "html" {
 		fmt.Fprintf(st.Stderr, "report written to %s\n", *out)
 	}

@@ -5,16 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/isobench/isobench/internal/builtin"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/runner"
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/store"
 	fake "github.com/isobench/isobench/internal/testkit/fakeplatform"
 	"github.com/isobench/isobench/internal/workload"
 )
@@ -308,5 +311,48 @@ func TestSpreadStudy(t *testing.T) {
 	plan, _, err := s.plan(&study)
 	if err != nil || len(plan.Targets) != 1 || plan.Targets[0].Label != "native" {
 		t.Errorf("spread plan: %+v, %v", plan.Targets, err)
+	}
+}
+
+// TestSpreadReport: 'isobench report' of a spread run says which host ran
+// each cell, from the samples' host tags; a run that was not spread does
+// not.
+func TestSpreadReport(t *testing.T) {
+	ctx := t.Context()
+	for _, spread := range []bool{true, false} {
+		db := filepath.Join(t.TempDir(), "s.db")
+		s, err := store.Open(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := s.BeginRun(ctx, Study{Platforms: []string{"native"}, Workloads: []string{"cpu"}, Hosts: []string{"local", "ssh://root@a"}, Spread: spread}, map[string]string{"kernel": "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in []sample.Sample
+		for _, c := range []struct {
+			n    int
+			host string
+		}{{1, "ssh://root@a"}, {2, "local"}} {
+			for rep := range 3 {
+				in = append(in, sample.Sample{RunID: id, Platform: "native", Workload: "cpu", Params: "threads=1", Instances: c.n, Instance: sample.AggregateInstance,
+					Rep: rep, Metric: "events_per_sec", Unit: "events/s", Better: sample.Higher, Value: 1000 + float64(rep), Start: time.Unix(1e9, 0), Tags: map[string]string{"host": c.host}})
+			}
+		}
+		if err := s.Add(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EndRun(ctx, id, store.StatusDone, nil); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		st, out, errb := newTestState(t)
+		if code := Main(ctx, st, []string{"report", "--db", db}); code != 0 {
+			t.Fatalf("report exited %d: %s", code, errb.String())
+		}
+		has := strings.Contains(out.String(), "which host ran each cell (spread run):\n  cpu:threads=1 ×1  ssh://root@a\n  cpu:threads=1 ×2  local\n")
+		if has != spread {
+			t.Errorf("spread %v: report says which host ran each cell: %v\n%s", spread, has, out.String())
+		}
 	}
 }
