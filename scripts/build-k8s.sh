@@ -7,9 +7,9 @@
 #   containerd-shim-runsc-v1       gvisor.dev/gvisor/shim
 #   pause image (pause.tar)        Kubernetes' build/pause/linux/pause.c, gcc -static
 #   runc                           github.com/opencontainers/runc (cgo, libseccomp): the
-#                                  version containerd's script/setup/runc-version names;
-#                                  containerd 2.4's pod sandboxes fail under Debian 12's
-#                                  runc 1.1.5. It is used by this cluster only (containerd's
+#                                  version containerd's script/setup/runc-version names
+#                                  (v1.5.2 for containerd v2.4.2), not Debian 12's 1.1.5.
+#                                  It is used by this cluster only (containerd's
 #                                  BinaryName): /usr/sbin/runc stays as it is.
 # Each component is built in a small wrapper module outside the repository
 # (K8S_SRC, default /var/cache/isobench/k8s-src/<component>): a go.mod that
@@ -243,9 +243,12 @@ fi
 if want pause; then link_current "$pause_dir" pause.tar; fi
 
 # ---------------------------------------------------------------- runc
-# containerd 2.4 starts pod sandboxes that Debian 12's runc 1.1.5 cannot
-# ("can't get final child's PID from pipe: EOF"); this runc is the cluster's
-# only (containerd's runc BinaryName), the host's /usr/sbin/runc is untouched.
+# The runc containerd v2.4 is tested with. Debian 12's 1.1.5 also starts the
+# pods once start-k8s.sh restricts oom_score_adj, but it reported the real
+# cause of the sandbox failures only as "can't get final child's PID from
+# pipe: EOF" where 1.5.2 says "nsexec: failed to update
+# /proc/self/oom_score_adj: Permission denied". This runc is the cluster's
+# only (containerd's runc BinaryName); the host's /usr/sbin/runc is untouched.
 runc_dir=$K8S_BIN/runc-$RUNC_VERSION
 if need runc "$runc_dir" runc; then
   log "building runc $RUNC_VERSION (cgo, libseccomp)"
