@@ -286,3 +286,7 @@ if [ "$built" = 1 ]; then
 else
   log "all binaries cached in $K8S_BIN/current (nothing to build)"
 fi
+
+# Measured on this 2-core VM (loaded by other work): the cold build of
+# Kubernetes + etcd, containerd, gVisor and the pause image took 56 min;
+# runc 50 s; the patched runsc shim alone (runsc cached) 2.5 min.
