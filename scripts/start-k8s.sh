@@ -110,8 +110,13 @@ stop_all() {
   # shims left by containerd (they outlive it by design)
   for p in $(pgrep -f "containerd-shim-run[cs]{1,2}.*-address $CTD_SOCK" || true); do kill -9 "$p" 2>/dev/null || true; done
   # mounts under our state directories
-  awk '{print $5}' /proc/self/mountinfo | grep -E "^($BASE|$RUN)/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  # (|| true: with pipefail, no mount left made grep, and so the script, fail here)
+  { awk '{print $5}' /proc/self/mountinfo | grep -E "^($BASE|$RUN)/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done; } || true
   if ip link show "$BRIDGE" >/dev/null 2>&1; then log "removing bridge $BRIDGE"; ip link del "$BRIDGE" || true; fi
+  # the kubelet's pod cgroups (kubepods) and containerd's (k8s.io), empty by now
+  for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/k8s.io; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
   rm -rf "$BASE/cni/networks"
   log "stopped"
 }
