@@ -81,7 +81,7 @@ func CleanPods(ctx context.Context, w io.Writer, kubeconfig string, dead func(to
 	if err != nil || p.cfgErr != nil {
 		return nil
 	}
-	defer p.Close(ctx)
+	defer p.c.http.CloseIdleConnections()
 	vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	_, err = p.Version(vctx)
 	cancel()

@@ -339,3 +339,64 @@ func TestExecStdinOneFramePerMessage(t *testing.T) {
 		t.Fatal("the server did not see stdin closed")
 	}
 }
+
+// TestCleanPodsHosts: CleanPods deletes only the pods this host made whose
+// run is dead; another host's pods on a shared cluster are left alone
+// silently, pods without a host label are kept with a word. With no
+// apiserver answering it says nothing and succeeds.
+func TestCleanPodsHosts(t *testing.T) {
+	host := thisHost()
+	pods := `{"items":[
+{"metadata":{"namespace":"a","name":"mine-dead","labels":{"isobench":"1","isobench.run":"dead1","isobench.k8s.host":"` + host + `"}}},
+{"metadata":{"namespace":"a","name":"mine-live","labels":{"isobench":"1","isobench.run":"live1","isobench.k8s.host":"` + host + `"}}},
+{"metadata":{"namespace":"b","name":"theirs-dead","labels":{"isobench":"1","isobench.run":"dead1","isobench.k8s.host":"` + host + `x"}}},
+{"metadata":{"namespace":"b","name":"nohost","labels":{"isobench":"1","isobench.run":"dead1"}}}]}`
+	deleted := make(chan string, 10)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/version":
+			w.Write([]byte(`{"gitVersion":"v1.37.2"}`))
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v1/pods":
+			if r.URL.Query().Get("labelSelector") != "isobench=1" {
+				t.Errorf("pods listed with selector %q", r.URL.Query().Get("labelSelector"))
+			}
+			w.Write([]byte(pods))
+		case r.Method == http.MethodDelete:
+			deleted <- r.URL.Path
+			w.Write([]byte(`{}`))
+		default:
+			http.Error(w, "unexpected", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	kc := filepath.Join(t.TempDir(), "config")
+	os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster: {server: \""+srv.URL+"\", insecure-skip-tls-verify: true}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n"), 0o600)
+	judge := func(tok string) (bool, string) {
+		if tok == "dead1" {
+			return true, "run " + tok
+		}
+		return false, "" // a live run's: kept without a word, as cleanup.Judge does
+	}
+	var out strings.Builder
+	if err := CleanPods(context.Background(), &out, kc, judge, false); err != nil {
+		t.Fatal(err)
+	}
+	close(deleted)
+	var got []string
+	for p := range deleted {
+		got = append(got, p)
+	}
+	if !reflect.DeepEqual(got, []string{"/api/v1/namespaces/a/pods/mine-dead"}) {
+		t.Errorf("deleted %q, want only a/mine-dead", got)
+	}
+	want := "removed k8s-pod a/mine-dead (run dead1)\nkept k8s-pod b/nohost: it does not say which host's isobench made it\n"
+	if out.String() != want {
+		t.Errorf("CleanPods said %q, want %q", out.String(), want)
+	}
+	// no cluster: nothing said, no error
+	srv.Close()
+	out.Reset()
+	if err := CleanPods(context.Background(), &out, kc, judge, false); err != nil || out.Len() != 0 {
+		t.Errorf("with no apiserver: %v, %q; want nil and nothing said", err, out.String())
+	}
+}
