@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/isobench/isobench/internal/image"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,8 +94,8 @@ func preflight(plan runner.Plan) ([]cannotRun, error) {
 			switch {
 			case networkWorkloads[name] && t.Base.Network == platform.NetNone && !bothOnHost(params):
 				c.Why = "the instance has no network (network=none); leave network out (bridge by default) or give network=bridge"
-			case serviceWorkloads[name] && plan.Image != "debian":
-				c.Why = fmt.Sprintf("the %s image has no server for it; give --image debian", plan.Image)
+			case serviceWorkloads[name] && !servesFrom(plan.Image):
+				c.Why = fmt.Sprintf("the %s image has no server for it; give --image debian (or leave --image out: the service workloads then choose it)", plan.Image)
 			default:
 				continue
 			}
@@ -109,6 +110,18 @@ func preflight(plan runner.Plan) ([]cannotRun, error) {
 		return nil, usage("nothing in the plan can run: %s", strings.Join(why, "; "))
 	}
 	return out, nil
+}
+
+// servesFrom: the service workloads can run on a run's image profile. The
+// busybox profiles hold no servers, and the workloads switch themselves to
+// the debian profile (service.EnsureImage); the other profiles (spark,
+// docker-in-vm's) are used as given, and only debian has the servers.
+func servesFrom(profile string) bool {
+	switch profile {
+	case "", image.Minimal, image.Tools, image.Debian:
+		return true
+	}
+	return false
 }
 
 // bothOnHost: a network workload whose server and clients both run on the
