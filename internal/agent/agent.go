@@ -84,10 +84,10 @@ func run(ctx context.Context, reg workload.Registry, name, params string, stdin 
 			cmd := strings.TrimSpace(line)
 			switch {
 			case cmd == agentproto.PingLine:
-				w.emit(agentproto.Event{Event: agentproto.EvPong, Clock: monotonic()})
+				w.emit(agentproto.Event{Event: agentproto.EvPong, Clock: agentproto.Monotonic()})
 				continue
 			case cmd == agentproto.GoLine:
-				w.emit(agentproto.Event{Event: agentproto.EvStarted, Clock: monotonic()})
+				w.emit(agentproto.Event{Event: agentproto.EvStarted, Clock: agentproto.Monotonic()})
 				return nil
 			case strings.HasPrefix(cmd, agentproto.GoAtPrefix):
 				deadline, perr := strconv.ParseInt(strings.TrimPrefix(cmd, agentproto.GoAtPrefix), 10, 64)

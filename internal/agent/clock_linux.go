@@ -3,20 +3,11 @@ package agent
 import (
 	"fmt"
 	"runtime"
-	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// monotonic is CLOCK_MONOTONIC in nanoseconds, the clock of the deadline
-// barrier (shared by every container on a host; a VM has its own).
-func monotonic() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return time.Now().UnixNano()
-	}
-	return ts.Nano()
-}
+	"github.com/isobench/isobench/internal/agentproto"
+)
 
 // sleepUntil blocks until CLOCK_MONOTONIC reaches deadline (ns) with an
 // absolute clock_nanosleep and 1 ns timer slack, so every instance wakes
@@ -45,7 +36,7 @@ func sleepUntil(deadline int64) (clock int64, rt bool, err error) {
 			break
 		}
 	}
-	clock = monotonic()
+	clock = agentproto.Monotonic()
 	if rt {
 		if err := setFIFO(false); err != nil {
 			// keep the thread locked to this goroutine: it is not returned

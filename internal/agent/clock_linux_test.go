@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/isobench/isobench/internal/agentproto"
 )
 
 // The deadline wake is realtime where it may be (root here) and leaves the
@@ -15,7 +17,7 @@ import (
 func TestSleepUntilDropsRealtime(t *testing.T) {
 	runtime.LockOSThread() // keep this goroutine on the thread sleepUntil used
 	defer runtime.UnlockOSThread()
-	deadline := monotonic() + int64(5*time.Millisecond)
+	deadline := agentproto.Monotonic() + int64(5*time.Millisecond)
 	clock, rt, err := sleepUntil(deadline)
 	if err != nil {
 		t.Fatal(err)

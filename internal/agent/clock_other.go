@@ -2,18 +2,17 @@
 
 package agent
 
-import "time"
+import (
+	"time"
 
-var epoch = time.Now()
+	"github.com/isobench/isobench/internal/agentproto"
+)
 
-// monotonic is nanoseconds on the process's monotonic clock.
-func monotonic() int64 { return int64(time.Since(epoch)) }
-
-// sleepUntil blocks until monotonic() reaches deadline and returns it
+// sleepUntil blocks until agentproto.Monotonic() reaches deadline and returns it
 // (never with a realtime wake here).
 func sleepUntil(deadline int64) (int64, bool, error) {
-	if d := deadline - monotonic(); d > 0 {
+	if d := deadline - agentproto.Monotonic(); d > 0 {
 		time.Sleep(time.Duration(d))
 	}
-	return monotonic(), false, nil
+	return agentproto.Monotonic(), false, nil
 }

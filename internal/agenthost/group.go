@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isobench/isobench/internal/agentproto"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
@@ -91,7 +92,7 @@ func (g Group) Barrier(ctx context.Context) (skew time.Duration, err error) {
 		// of the slowest round trips seen, at least 20 ms, at most 2 s
 		// (a line that arrives late starts its agent late: skew).
 		margin := min(max(20*time.Millisecond, 8*rtt), 2*time.Second)
-		deadline := monotonic() + int64(margin)
+		deadline := agentproto.Monotonic() + int64(margin)
 		release = func(i int) error { return g[i].ReleaseAt(deadline + offsets[i]) }
 	default:
 		return 0, fmt.Errorf("unknown barrier %q (want %s or %s)", g[0].opts.Barrier, BarrierDeadline, BarrierStdin)

@@ -285,7 +285,7 @@ func (s *Session) ReleaseAt(deadline int64) error {
 // host's CLOCK_MONOTONIC when the ping was sent and when the answer was
 // read, and the agent's clock in between (all ns).
 func (s *Session) Ping(ctx context.Context) (sent, agent, recv int64, err error) {
-	sent = monotonic()
+	sent = agentproto.Monotonic()
 	if _, err := io.WriteString(s.stdin, agentproto.PingLine+"\n"); err != nil {
 		return 0, 0, 0, err
 	}
@@ -293,7 +293,7 @@ func (s *Session) Ping(ctx context.Context) (sent, agent, recv int64, err error)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	return sent, ev.Clock, monotonic(), nil
+	return sent, ev.Clock, agentproto.Monotonic(), nil
 }
 
 // WaitStarted returns when the agent acknowledged "go" and records the host
