@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/isobench/isobench/internal/image"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/isobench/isobench/internal/report"
 	"github.com/isobench/isobench/internal/runner"
 	"github.com/isobench/isobench/internal/store"
+	"github.com/isobench/isobench/internal/workload/service"
 )
 
 // resumeStudy reads the plan of run id from the store at db for
@@ -94,7 +94,7 @@ func preflight(plan runner.Plan) ([]cannotRun, error) {
 			switch {
 			case networkWorkloads[name] && t.Base.Network == platform.NetNone && !bothOnHost(params):
 				c.Why = "the instance has no network (network=none); leave network out (bridge by default) or give network=bridge"
-			case serviceWorkloads[name] && !servesFrom(plan.Image):
+			case serviceWorkloads[name] && service.ImageFor(plan.Image) != service.Image:
 				c.Why = fmt.Sprintf("the %s image has no server for it; give --image debian (or leave --image out: the service workloads then choose it)", plan.Image)
 			default:
 				continue
@@ -110,18 +110,6 @@ func preflight(plan runner.Plan) ([]cannotRun, error) {
 		return nil, usage("nothing in the plan can run: %s", strings.Join(why, "; "))
 	}
 	return out, nil
-}
-
-// servesFrom: the service workloads can run on a run's image profile. The
-// busybox profiles hold no servers, and the workloads switch themselves to
-// the debian profile (service.EnsureImage); the other profiles (spark,
-// docker-in-vm's) are used as given, and only debian has the servers.
-func servesFrom(profile string) bool {
-	switch profile {
-	case "", image.Minimal, image.Tools, image.Debian:
-		return true
-	}
-	return false
 }
 
 // bothOnHost: a network workload whose server and clients both run on the

@@ -588,15 +588,23 @@ func FreePort() (int, error) { return freePort() }
 // closing ends it).
 func (r *Running) Abort() { r.sess.Abort() }
 
+// ImageFor is the image profile service instances use on a run whose
+// profile is given: the busybox profiles (minimal, tools, or none) hold no
+// servers, so those become the debian profile; any other is used as given.
+func ImageFor(profile string) string {
+	switch profile {
+	case "", image.Minimal, image.Tools:
+		return Image
+	}
+	return profile
+}
+
 // EnsureImage returns the image profile service instances use: the run's,
 // unless it is one of the busybox profiles that hold no servers, then the
 // debian profile, prepared (built or imported) on platforms that need it
 // so that no image work happens inside a measured step.
 func EnsureImage(ctx context.Context, p platform.Platform, profile string) (string, error) {
-	switch profile {
-	case "", "minimal", "tools":
-		profile = Image
-	}
+	profile = ImageFor(profile)
 	if pr, ok := p.(platform.Preparer); ok {
 		if err := pr.Prepare(ctx, profile); err != nil {
 			return "", fmt.Errorf("preparing image %s: %w", profile, err)
