@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,19 +19,6 @@ import (
 // SystemInit is the init a system container boots (systemd in the debian
 // image).
 const SystemInit = "/sbin/init"
-
-// SystemBootTimeout bounds the wait for the system's boot to finish.
-const SystemBootTimeout = 3 * time.Minute
-
-// MaskedUnits are the debian image's server units a system container does
-// not start at boot: the workloads start the servers they measure (with
-// their own configuration), so the system runs its usual base services
-// (journald, D-Bus, sshd, logind...) and not a second copy of each.
-var MaskedUnits = []string{
-	"nginx.service", "apache2.service", "apache-htcacheclean.service", "redis-server.service",
-	"mariadb.service", "mysql.service", "vsftpd.service", "postfix.service", "smbd.service",
-	"nmbd.service", "samba-ad-dc.service", "systemd-networkd-wait-online.service",
-}
 
 // parseInit reads option init=: "" or "app" (an application container:
 // the main process at PID 1 under LXC's init), "system" (the image's own
@@ -49,12 +35,11 @@ func parseInit(v string) (bool, error) {
 
 // checkSystem refuses init=system with an image that has no init system.
 func (p *Platform) checkSystem(s platform.Spec) error {
-	if p.system && s.Image != image.Debian {
-		img := s.Image
-		if img == "" {
-			img = image.Minimal
-		}
-		return fmt.Errorf("lxc: init=system boots the image's systemd: it needs image=%s (image %s has no init system)", image.Debian, img)
+	if !p.system {
+		return nil
+	}
+	if err := image.CheckBootable(s.Image); err != nil {
+		return fmt.Errorf("lxc: init=system boots the image's systemd: %w", err)
 	}
 	return nil
 }
@@ -65,21 +50,9 @@ func (p *Platform) checkSystem(s platform.Spec) error {
 // as one process among the system's (its exit status is the instance's;
 // the container is stopped when it ends).
 func (in *Instance) startSystem(ctx context.Context, s platform.Spec) error {
-	root := in.Overlay.Merged
-	dir := filepath.Join(root, "etc/systemd/system")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := image.PrepareBoot(in.Overlay.Merged); err != nil {
 		return fmt.Errorf("lxc: %w", err)
 	}
-	for _, u := range MaskedUnits {
-		os.Remove(filepath.Join(dir, u))
-		if err := os.Symlink("/dev/null", filepath.Join(dir, u)); err != nil {
-			return fmt.Errorf("lxc: masking %s: %w", u, err)
-		}
-	}
-	// the image keeps package scripts from starting daemons; the system's
-	// own boot is not a package script, but remove it so the system is as
-	// a system administrator would have it
-	os.Remove(filepath.Join(root, "usr/sbin/policy-rc.d"))
 	args := []string{"-n", in.ID(), "-P", in.p.lxcpath, "-o", filepath.Join(in.Dir, "lxc.log"), "-l", "ERROR", "-F"}
 	cmd := exec.Command("lxc-start", args...)
 	cmd.Dir = "/"
@@ -154,7 +127,7 @@ func (in *Instance) attachArgs(argv []string) []string {
 // waitBooted waits until systemd says the boot finished (running, or
 // degraded: a unit failed, which the facts report).
 func (in *Instance) waitBooted(ctx context.Context, ended <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, SystemBootTimeout)
+	ctx, cancel := context.WithTimeout(ctx, image.BootTimeout)
 	defer cancel()
 	var last string
 	for {

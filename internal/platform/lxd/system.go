@@ -11,18 +11,6 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 )
 
-// SystemBootTimeout bounds the wait for a system container's boot.
-const SystemBootTimeout = 3 * time.Minute
-
-// MaskedUnits are the debian image's server units a system container does
-// not start at boot (the workloads start the servers they measure); the
-// system runs its usual base services (journald, D-Bus, sshd, logind...).
-var MaskedUnits = []string{
-	"nginx.service", "apache2.service", "apache-htcacheclean.service", "redis-server.service",
-	"mariadb.service", "mysql.service", "vsftpd.service", "postfix.service", "smbd.service",
-	"nmbd.service", "samba-ad-dc.service", "systemd-networkd-wait-online.service",
-}
-
 // parseInit reads option init=: "" or "app" (the agent as the container's
 // init), "system" (the image's systemd).
 func parseInit(v string) (bool, error) {
@@ -37,12 +25,11 @@ func parseInit(v string) (bool, error) {
 
 // checkSystem refuses init=system with an image that has no init system.
 func (p *Platform) checkSystem(s platform.Spec) error {
-	if p.system && s.Image != image.Debian {
-		img := s.Image
-		if img == "" {
-			img = image.Minimal
-		}
-		return fmt.Errorf("lxd: init=system boots the image's systemd: it needs image=%s (image %s has no init system)", image.Debian, img)
+	if !p.system {
+		return nil
+	}
+	if err := image.CheckBootable(s.Image); err != nil {
+		return fmt.Errorf("lxd: init=system boots the image's systemd: %w", err)
 	}
 	return nil
 }
@@ -56,7 +43,7 @@ func (p *Platform) rawLXC() string {
 		return "lxc.init.cmd = " + image.AgentPath + " agent idle\nlxc.mount.auto = cgroup:ro:force\n"
 	}
 	args := []string{"/sbin/init"}
-	for _, u := range MaskedUnits {
+	for _, u := range image.MaskedUnits {
 		args = append(args, "systemd.mask="+u)
 	}
 	// cgroup:rw:force: the controllers mounted for systemd to manage (on a
@@ -68,7 +55,7 @@ func (p *Platform) rawLXC() string {
 // waitBooted waits until systemd says the boot finished (running, or
 // degraded: a unit failed).
 func (in *Instance) waitBooted(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, SystemBootTimeout)
+	ctx, cancel := context.WithTimeout(ctx, image.BootTimeout)
 	defer cancel()
 	var last string
 	for {

@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,18 +15,6 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
 )
-
-// SystemBootTimeout bounds the wait for a booted system to finish booting.
-const SystemBootTimeout = 3 * time.Minute
-
-// MaskedUnits are the debian image's server units a booted container does
-// not start: the workloads start the servers they measure; the system runs
-// its usual base services (journald, D-Bus, sshd, logind...).
-var MaskedUnits = []string{
-	"nginx.service", "apache2.service", "apache-htcacheclean.service", "redis-server.service",
-	"mariadb.service", "mysql.service", "vsftpd.service", "postfix.service", "smbd.service",
-	"nmbd.service", "samba-ad-dc.service", "systemd-networkd-wait-online.service",
-}
 
 func parseBoot(v string) (bool, error) {
 	switch v {
@@ -42,29 +28,20 @@ func parseBoot(v string) (bool, error) {
 
 // checkBoot refuses boot=true with an image that has no init system.
 func (p *Platform) checkBoot(s platform.Spec) error {
-	if p.boot && s.Image != image.Debian {
-		img := s.Image
-		if img == "" {
-			img = image.Minimal
-		}
-		return fmt.Errorf("nspawn: boot=true boots the image's systemd: it needs image=%s (image %s has no init system)", image.Debian, img)
+	if !p.boot {
+		return nil
+	}
+	if err := image.CheckBootable(s.Image); err != nil {
+		return fmt.Errorf("nspawn: boot=true boots the image's systemd: %w", err)
 	}
 	return nil
 }
 
 // prepareSystem masks the server units in the container's root.
 func prepareSystem(root string) error {
-	dir := filepath.Join(root, "etc/systemd/system")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := image.PrepareBoot(root); err != nil {
 		return fmt.Errorf("nspawn: %w", err)
 	}
-	for _, u := range MaskedUnits {
-		os.Remove(filepath.Join(dir, u))
-		if err := os.Symlink("/dev/null", filepath.Join(dir, u)); err != nil {
-			return fmt.Errorf("nspawn: masking %s: %w", u, err)
-		}
-	}
-	os.Remove(filepath.Join(root, "usr/sbin/policy-rc.d"))
 	return nil
 }
 
@@ -90,7 +67,7 @@ func (in *Instance) bootSystem(ctx context.Context, s platform.Spec) error {
 	if in.leader == 0 {
 		return in.EndedAtOnce("")
 	}
-	bctx, cancel := context.WithTimeout(ctx, SystemBootTimeout)
+	bctx, cancel := context.WithTimeout(ctx, image.BootTimeout)
 	defer cancel()
 	var last string
 	for {
