@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
 )
 
 // Spark is the profile name of a small Debian tree (the host's release,
