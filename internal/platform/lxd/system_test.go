@@ -1,10 +1,7 @@
 package lxd
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,16 +12,6 @@ import (
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/local/localtest"
 )
-
-// systemState is the state dir of the init=system tests: they need the
-// debian image, whose tree takes minutes to build, so they reuse the one
-// in $ISOBENCH_STATE_DIR or /var/lib/isobench.
-func systemState() string {
-	if d := os.Getenv("ISOBENCH_STATE_DIR"); d != "" {
-		return d
-	}
-	return "/var/lib/isobench"
-}
 
 func TestSystemOptions(t *testing.T) {
 	p := newPlatform(t, "lxd:init=system", "/bin/true", t.TempDir())
@@ -46,51 +33,21 @@ func TestSystemOptions(t *testing.T) {
 func TestSystemBoots(t *testing.T) {
 	skipUnavailable(t)
 	agent := conformance.BuildAgent(t)
-	p := newPlatform(t, "lxd:init=system", agent, systemState())
+	p := newPlatform(t, "lxd:init=system", agent, conformance.SystemStateDir())
 	removeNewDebianImages(t, p)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	if err := p.Prepare(ctx, image.Debian); err != nil {
 		t.Fatal(err)
 	}
-	phases := map[string]time.Time{}
-	start := time.Now()
-	in, err := p.Create(ctx, platform.Spec{Name: "sys", Image: image.Debian, CPUs: 1, Memory: 512 << 20,
-		Phase: func(n string, at time.Time) { phases[n] = at }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close(context.WithoutCancel(ctx))
-	t.Logf("system container boot: Create %v, created→started %v", time.Since(start).Round(time.Millisecond), phases["started"].Sub(phases["created"]).Round(time.Millisecond))
-	var out bytes.Buffer
-	script := "cat /proc/1/comm; for u in systemd-journald dbus ssh nginx; do echo $u $(systemctl is-active $u); done"
-	if err := in.Exec(ctx, []string{"sh", "-c", script}, platform.ExecIO{Stdout: &out}); err != nil {
-		t.Fatalf("%v: %s", err, out.String())
-	}
-	o := out.String()
-	t.Logf("in the system container: %s", o)
-	for _, want := range []string{"systemd\n", "systemd-journald active", "dbus active", "ssh active", "nginx inactive"} {
-		if !strings.Contains(o, want) {
-			t.Errorf("%q not in %q", want, o)
-		}
-	}
-	in2, err := p.Create(ctx, platform.Spec{Name: "sysmain", Image: image.Debian, Main: []string{"sh", "-c", "exit 7"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in2.Close(context.WithoutCancel(ctx))
-	code, err := in2.Wait(ctx)
-	var ee *platform.ExitError
-	if code != 7 && !(errors.As(err, &ee) && ee.Code == 7) {
-		t.Errorf("main exit: %d %v, want 7", code, err)
-	}
+	conformance.CheckSystemBoots(ctx, t, p, platform.Spec{}, conformance.SystemChecks{Processes: false})
 }
 
 // TestSystemConformance runs the platform suite on system containers.
 func TestSystemConformance(t *testing.T) {
 	skipUnavailable(t)
 	agent := conformance.BuildAgent(t)
-	state := systemState()
+	state := conformance.SystemStateDir()
 	rec := &localtest.Recorder{}
 	conformance.Run(t, func(t *testing.T) platform.Platform {
 		p := newPlatform(t, "lxd:init=system", agent, state)

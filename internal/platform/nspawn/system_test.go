@@ -1,9 +1,7 @@
 package nspawn
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -14,16 +12,6 @@ import (
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/local/localtest"
 )
-
-// systemState is the state dir of the boot=true tests: they need the
-// debian image, whose tree takes minutes to build, so they reuse the one
-// in $ISOBENCH_STATE_DIR or /var/lib/isobench.
-func systemState() string {
-	if d := os.Getenv("ISOBENCH_STATE_DIR"); d != "" {
-		return d
-	}
-	return "/var/lib/isobench"
-}
 
 func newSystem(t *testing.T, agent, state string) platform.Platform {
 	t.Helper()
@@ -60,7 +48,7 @@ func TestSystemBoots(t *testing.T) {
 		t.Skip("boots a system")
 	}
 	agent := conformance.BuildAgent(t)
-	p := newSystem(t, agent, systemState())
+	p := newSystem(t, agent, conformance.SystemStateDir())
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	if err := p.Available(ctx); err != nil {
@@ -69,49 +57,7 @@ func TestSystemBoots(t *testing.T) {
 	if err := p.(platform.Preparer).Prepare(ctx, image.Debian); err != nil {
 		t.Fatal(err)
 	}
-	phases := map[string]time.Time{}
-	start := time.Now()
-	in, err := p.Create(ctx, platform.Spec{Name: "sys", Image: image.Debian, CPUs: 1, Memory: 512 << 20, Network: platform.NetNone,
-		Phase: func(n string, at time.Time) { phases[n] = at }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close(context.WithoutCancel(ctx))
-	t.Logf("system container boot: Create %v, created→started (systemd boot) %v",
-		time.Since(start).Round(time.Millisecond), phases["started"].Sub(phases["created"]).Round(time.Millisecond))
-	var out bytes.Buffer
-	script := "cat /proc/1/comm; for u in systemd-journald dbus ssh nginx; do echo $u $(systemctl is-active $u); done; ps -e -o comm= | sort | tr '\\n' ' '"
-	if err := in.Exec(ctx, []string{"sh", "-c", script}, platform.ExecIO{Stdout: &out}); err != nil {
-		t.Fatalf("%v: %s", err, out.String())
-	}
-	o := out.String()
-	t.Logf("in the system container: %s", o)
-	for _, want := range []string{"systemd\n", "systemd-journald active", "dbus active", "ssh active", "nginx inactive", "sshd", "isobench"} {
-		if !strings.Contains(o, want) {
-			t.Errorf("%q not in %q", want, o)
-		}
-	}
-	if fp, ok := in.(platform.Footprinter); ok {
-		f, err := fp.Footprint(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("footprint of the booted system: memory %d MiB, cpu %.2f s", f.MemoryBytes>>20, f.CPUSeconds)
-		if f.MemoryBytes <= 0 {
-			t.Errorf("footprint memory %d", f.MemoryBytes)
-		}
-	}
-	// a main process runs among the system's and gives its status
-	in2, err := p.Create(ctx, platform.Spec{Name: "sysmain", Image: image.Debian, Main: []string{"sh", "-c", "exit 7"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in2.Close(context.WithoutCancel(ctx))
-	code, err := in2.Wait(ctx)
-	var ee *platform.ExitError
-	if code != 7 && !(errors.As(err, &ee) && ee.Code == 7) {
-		t.Errorf("main exit: %d %v, want 7", code, err)
-	}
+	conformance.CheckSystemBoots(ctx, t, p, platform.Spec{Network: platform.NetNone}, conformance.SystemChecks{Processes: true})
 }
 
 // TestSystemConformance runs the platform suite on system containers.
@@ -120,7 +66,7 @@ func TestSystemConformance(t *testing.T) {
 		t.Skip("boots systems")
 	}
 	agent := conformance.BuildAgent(t)
-	state := systemState()
+	state := conformance.SystemStateDir()
 	rec := &localtest.Recorder{}
 	conformance.Run(t, func(t *testing.T) platform.Platform {
 		rec.Platform = newSystem(t, agent, state)
