@@ -80,6 +80,16 @@ const ScratchEnv = "ISOBENCH_SCRATCH"
 // isobench agent binary inside the instance.
 const AgentPlaceholder = "{agent}"
 
+// AgentArgv returns a copy of argv with AgentPlaceholder as argv[0]
+// replaced by agent, the agent's path where the command runs.
+func AgentArgv(argv []string, agent string) []string {
+	out := append([]string(nil), argv...)
+	if len(out) > 0 && out[0] == AgentPlaceholder {
+		out[0] = agent
+	}
+	return out
+}
+
 // Platform creates instances of one isolation technology.
 type Platform interface {
 	// Name is the platform's registry name, e.g. "docker".

@@ -238,15 +238,6 @@ type hostConfig struct {
 	PortBindings map[string][]portBinding `json:"PortBindings,omitempty"`
 }
 
-// agentArgv replaces the agent placeholder in argv[0].
-func agentArgv(argv []string) []string {
-	out := append([]string(nil), argv...)
-	if len(out) > 0 && out[0] == platform.AgentPlaceholder {
-		out[0] = image.AgentPath
-	}
-	return out
-}
-
 // networkMode maps the spec's network to Docker's NetworkMode (nat is the
 // bridge with the spec's ports published).
 func networkMode(n string) (string, error) {
@@ -294,7 +285,7 @@ func createConfig(s platform.Spec, ref, runtime, volDir string) (containerConfig
 	}
 	cmd := []string{image.AgentPath, "agent", "idle"}
 	if len(s.Main) > 0 {
-		cmd = agentArgv(s.Main)
+		cmd = local.GuestArgv(s.Main)
 	}
 	labels := map[string]string{}
 	for k, v := range s.Labels {
@@ -490,7 +481,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	if len(argv) == 0 {
 		return errors.New("docker exec: empty command")
 	}
-	cmd := agentArgv(argv)
+	cmd := local.GuestArgv(argv)
 	body := map[string]any{
 		"AttachStdin":  stdio.Stdin != nil,
 		"AttachStdout": true,

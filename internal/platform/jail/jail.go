@@ -194,14 +194,7 @@ func LimitArgs(name string, cpus float64, memory int64) [][]string {
 // ExecArgs is argv run inside jail name by jexec, with the agent
 // placeholder resolved.
 func ExecArgs(name string, argv []string) []string {
-	out := []string{"jexec", name}
-	for i, a := range argv {
-		if i == 0 && a == platform.AgentPlaceholder {
-			a = agentPath
-		}
-		out = append(out, a)
-	}
-	return out
+	return append([]string{"jexec", name}, platform.AgentArgv(argv, agentPath)...)
 }
 
 // agentPath is where the agent sits inside every jail.

@@ -532,10 +532,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	if in.isClosed() {
 		return fmt.Errorf("k8s exec: pod %s is closed", in.name)
 	}
-	cmd := append([]string(nil), argv...)
-	if cmd[0] == platform.AgentPlaceholder {
-		cmd[0] = image.AgentPath
-	}
+	cmd := platform.AgentArgv(argv, image.AgentPath)
 	code, err := in.p.c.exec(ctx, in.p.ns(), in.name, containerName, cmd, stdio.Stdin, stdio.Stdout, stdio.Stderr)
 	if err != nil {
 		if ctx.Err() != nil {

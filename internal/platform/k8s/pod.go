@@ -262,10 +262,7 @@ func buildPod(s platform.Spec, o podOpts) (*pod, error) {
 	}
 	cmd := []string{image.AgentPath, "agent", "idle"}
 	if len(s.Main) > 0 {
-		argv := append([]string(nil), s.Main...)
-		if argv[0] == platform.AgentPlaceholder {
-			argv[0] = image.AgentPath
-		}
+		argv := platform.AgentArgv(s.Main, image.AgentPath)
 		// the pod log merges stdout and stderr: keep stderr out of it
 		cmd = append([]string{"/bin/sh", "-c", `exec "$@" 2>>` + stderrFile, "sh"}, argv...)
 	}

@@ -185,13 +185,7 @@ func Env() []string {
 }
 
 // GuestArgv replaces "{agent}" as argv[0] with image.AgentPath.
-func GuestArgv(argv []string) []string {
-	out := append([]string(nil), argv...)
-	if len(out) > 0 && out[0] == platform.AgentPlaceholder {
-		out[0] = image.AgentPath
-	}
-	return out
-}
+func GuestArgv(argv []string) []string { return platform.AgentArgv(argv, image.AgentPath) }
 
 // MainArgv is the instance's main process: Spec.Main or the idling agent.
 func MainArgv(s platform.Spec) []string {

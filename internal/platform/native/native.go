@@ -142,10 +142,7 @@ type Instance struct {
 func (in *Instance) ID() string { return filepath.Base(in.dir) }
 
 func (in *Instance) command(ctx context.Context, argv []string, stdio platform.ExecIO) *exec.Cmd {
-	argv = append([]string(nil), argv...)
-	if argv[0] == platform.AgentPlaceholder {
-		argv[0] = in.p.env.AgentBinary
-	}
+	argv = platform.AgentArgv(argv, in.p.env.AgentBinary)
 	if in.cg != nil {
 		wrapped := []string{in.p.env.AgentBinary, "agent", "cgexec"}
 		wrapped = append(wrapped, in.cg.ProcsFiles()...)

@@ -465,11 +465,7 @@ func (in *Instance) connect(ctx context.Context) (*conn, error) {
 }
 
 func (in *Instance) guestArgv(argv []string) []string {
-	argv = append([]string(nil), argv...)
-	if len(argv) > 0 && argv[0] == platform.AgentPlaceholder {
-		argv[0] = image.AgentPath
-	}
-	return argv
+	return platform.AgentArgv(argv, image.AgentPath)
 }
 
 func (in *Instance) runMain() {
