@@ -393,8 +393,22 @@ func (w *world) killTree(pid int) error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("kill %d: %w", pid, err)
 	}
+	// SIGKILL is delivered when the process next runs: wait for it to be
+	// gone (or a zombie) before the mounts and directories it may hold are
+	// removed, and before saying it was removed.
+	deadline := time.Now().Add(killWait)
+	for runrec.Alive(pid, 0) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill %d: still running %v after SIGKILL", pid, killWait)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return nil
 }
+
+// killWait bounds the wait for a killed process to die (one in
+// uninterruptible sleep on a hung mount can take long).
+const killWait = 10 * time.Second
 
 func (w *world) leaseOf(owner string) (hostnet.LeaseInfo, bool) {
 	for _, l := range w.leases {

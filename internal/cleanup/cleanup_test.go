@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/isobench/isobench/internal/cleanup/runrec"
 )
@@ -62,7 +63,28 @@ func startOrphan(t *testing.T, id string) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { exec.Command("kill", "-9", strconv.Itoa(pid)).Run() })
+	waitArgv0(t, pid, id)
 	return pid
+}
+
+// waitArgv0 waits until process pid has exec'd into argv[0] == name: until
+// then its command line is bash's, or empty while the exec is under way,
+// and a scan taken in that window does not see the process as the
+// instance's (CI caught this once: the live instance was planned for
+// removal because its process was mid-exec).
+func waitArgv0(t *testing.T, pid int, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if argv := strings.Split(string(b), "\x00"); argv[0] == name {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not exec as %s within 10s (cmdline %q)", pid, name, b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // TestScanFindsADeadRunsInstance: a run recorded as dead (its process
@@ -97,6 +119,7 @@ func TestScanFindsADeadRunsInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+	waitArgv0(t, live.Process.Pid, liveID)
 
 	ctx := context.Background()
 	p, err := Scan(ctx, Options{StateDirs: []string{state}, RecordDir: records, TempDirs: []string{t.TempDir()}})
