@@ -71,6 +71,10 @@ type Opts struct {
 	// Timeout bounds each check (default 3 minutes). It is a hang guard,
 	// not a performance threshold.
 	Timeout time.Duration
+	// FootprintNoDisk says why the platform's footprint cannot see what an
+	// instance writes to its scratch directory (e.g. a VM whose scratch is
+	// guest memory); empty when it must.
+	FootprintNoDisk string
 	// Dial, when set, is how the test reaches the addresses instances
 	// report (a remote platform's addresses are its machine's, reached
 	// through its connection); nil dials from this host.
@@ -145,6 +149,7 @@ func Run(t *testing.T, newPlatform func(t *testing.T) platform.Platform, opts Op
 	t.Run("close_twice", s.testCloseTwice)
 	t.Run("create_error", s.testCreateError)
 	t.Run("confinement", s.testConfinement)
+	t.Run("footprint", s.testFootprint)
 
 	ctx, cancel = context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
@@ -1010,4 +1015,72 @@ type signalWriter struct {
 func (w *signalWriter) Write(p []byte) (int, error) {
 	w.once.Do(func() { close(w.ch) })
 	return len(p), nil
+}
+
+// testFootprint checks an instance that reports its footprint (the
+// platform.Footprinter interface): memory charged to it while a process
+// runs in it, CPU that grows while it spins, disk that grows when it
+// writes, engine processes that exist. A platform without Footprint skips
+// (say why in the README).
+func (s *suite) testFootprint(t *testing.T) {
+	ctx := s.ctx(t)
+	sp := s.spec()
+	sp.Memory = 256 << 20 // native attributes footprint only to an instance with a cgroup
+	inst := s.create(t, sp)
+	fper, ok := inst.(platform.Footprinter)
+	if !ok {
+		t.Skipf("%s instances do not report a footprint", s.p.Name())
+	}
+	fp0, err := fper.Footprint(ctx)
+	if err != nil {
+		t.Fatalf("Footprint: %v", err)
+	}
+	t.Logf("footprint at start: memory %d KiB, cpu %.3f s, disk %d KiB, engine pids %v", fp0.MemoryBytes>>10, fp0.CPUSeconds, fp0.DiskBytes>>10, fp0.EnginePIDs)
+	if fp0.MemoryBytes < 0 || fp0.CPUSeconds < 0 || fp0.DiskBytes < 0 {
+		t.Errorf("footprint %+v: negative", fp0)
+	}
+	if s.opts.Dial == nil { // engine pids are this host's
+		for _, pid := range fp0.EnginePIDs {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+				t.Errorf("engine pid %d: %v", pid, err)
+			}
+		}
+	}
+
+	// 16 MiB written and synced to the scratch directory
+	mustRun(t, ctx, inst, "sh", "-c", `dd if=/dev/zero of="$`+platform.ScratchEnv+`/footprint" bs=1048576 count=16 2>/dev/null && sync && echo ok`)
+	fp1, err := fper.Footprint(ctx)
+	if err != nil {
+		t.Fatalf("Footprint after writing: %v", err)
+	}
+	if grew := fp1.DiskBytes - fp0.DiskBytes; s.opts.FootprintNoDisk != "" {
+		t.Logf("disk grew %d KiB after writing 16 MiB (not checked: %s)", grew>>10, s.opts.FootprintNoDisk)
+	} else if grew < 8<<20 {
+		t.Errorf("disk grew %d KiB after writing and syncing 16 MiB in the instance's scratch directory (from %d to %d bytes)", grew>>10, fp0.DiskBytes, fp1.DiskBytes)
+	}
+
+	// a shell spinning for about 3 s of wall time (then cancelled),
+	// measured while it runs; on a loaded host it still gets far more
+	// than the 0.1 s of CPU asked for
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	spun := make(chan struct{})
+	go func() {
+		defer close(spun)
+		inst.Exec(sctx, []string{"sh", "-c", "while :; do :; done"}, platform.ExecIO{})
+	}()
+	time.Sleep(2 * time.Second)
+	fp2, err := fper.Footprint(ctx)
+	cancel()
+	<-spun
+	if err != nil {
+		t.Fatalf("Footprint while spinning: %v", err)
+	}
+	if fp2.MemoryBytes <= 0 {
+		t.Errorf("memory %d while a shell runs in the instance", fp2.MemoryBytes)
+	}
+	if used := fp2.CPUSeconds - fp1.CPUSeconds; used < 0.1 {
+		t.Errorf("cpu grew %.3f s over 2 s of a spinning shell in the instance (from %.3f to %.3f)", used, fp1.CPUSeconds, fp2.CPUSeconds)
+	}
+	t.Logf("footprint while spinning: memory %d KiB, cpu %.3f s, disk %d KiB", fp2.MemoryBytes>>10, fp2.CPUSeconds, fp2.DiskBytes>>10)
 }
