@@ -66,6 +66,35 @@ func debianPackages(profile string) []string {
 // mmdebstrap is the tool that builds the Debian tree.
 const mmdebstrap = "mmdebstrap"
 
+// mmdebstrapTree builds a Debian tree of release rel from the apt sources
+// file srcFile into target with the packages pkgs, without man pages, docs,
+// locales or apt lists, printing mmdebstrap's output prefixed with "image
+// WHAT: ". extra are further mmdebstrap options (hooks).
+func (b Builder) mmdebstrapTree(ctx context.Context, what, rel, srcFile, target string, pkgs []string, extra ...string) error {
+	args := []string{
+		"--mode=root", "--variant=apt", "--format=directory",
+		"--include=" + strings.Join(pkgs, ","),
+		"--dpkgopt=path-exclude=/usr/share/man/*",
+		"--dpkgopt=path-exclude=/usr/share/doc/*",
+		"--dpkgopt=path-exclude=/usr/share/locale/*",
+		"--dpkgopt=path-include=/usr/share/locale/locale.alias",
+	}
+	args = append(args, extra...)
+	args = append(args,
+		"--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*.bin",
+		rel, target, srcFile)
+	cmd := exec.CommandContext(ctx, mmdebstrap, args...)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "DEBCONF_NONINTERACTIVE_SEEN=true")
+	pw := &prefixWriter{w: b.log(), prefix: "image " + what + ": "}
+	var tail tailBuffer
+	out := io.MultiWriter(pw, &tail) // one writer: exec then writes from one goroutine
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s image: mmdebstrap: %w: %s", what, err, tail.String())
+	}
+	return nil
+}
+
 // aptSourceFiles are where the host's apt finds the Debian archive, in
 // the order they are tried.
 var aptSourceFiles = []string{"/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"}
@@ -270,24 +299,8 @@ func (b Builder) debianBase(ctx context.Context, profile string) (string, error)
 	target := filepath.Join(tmp, "root")
 	start := time.Now()
 	fmt.Fprintf(b.log(), "image debian: building a %s tree with %s from %s (%d packages; this takes a few minutes)\n", rel, mmdebstrap, srcFile, len(pkgs))
-	args := []string{
-		"--mode=root", "--variant=apt", "--format=directory",
-		"--include=" + strings.Join(pkgs, ","),
-		"--dpkgopt=path-exclude=/usr/share/man/*",
-		"--dpkgopt=path-exclude=/usr/share/doc/*",
-		"--dpkgopt=path-exclude=/usr/share/locale/*",
-		"--dpkgopt=path-include=/usr/share/locale/locale.alias",
-		"--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*.bin",
-		rel, target, srcFile,
-	}
-	cmd := exec.CommandContext(ctx, mmdebstrap, args...)
-	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "DEBCONF_NONINTERACTIVE_SEEN=true")
-	pw := &prefixWriter{w: b.log(), prefix: "image debian: "}
-	var tail tailBuffer
-	out := io.MultiWriter(pw, &tail) // one writer: exec then writes from one goroutine
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("debian image: mmdebstrap: %w: %s", err, tail.String())
+	if err := b.mmdebstrapTree(ctx, "debian", rel, srcFile, target, pkgs); err != nil {
+		return "", err
 	}
 	if err := os.Rename(target, dir); err != nil {
 		if _, serr := os.Stat(filepath.Join(dir, "usr/sbin/nginx")); serr != nil { // not a concurrent build

@@ -164,27 +164,10 @@ func (b Builder) SparkBase(ctx context.Context) (string, error) {
 	target := filepath.Join(tmp, "root")
 	start := time.Now()
 	fmt.Fprintf(b.log(), "image spark: building a %s tree with %s from %s (%s) and pyspark %s (this takes a few minutes)\n", rel, mmdebstrap, srcFile, strings.Join(SparkPackages, ", "), ps.Version)
-	args := []string{
-		"--mode=root", "--variant=apt", "--format=directory",
-		"--include=" + strings.Join(SparkPackages, ","),
-		"--dpkgopt=path-exclude=/usr/share/man/*",
-		"--dpkgopt=path-exclude=/usr/share/doc/*",
-		"--dpkgopt=path-exclude=/usr/share/locale/*",
-		"--dpkgopt=path-include=/usr/share/locale/locale.alias",
-		// Java's postinst registers its man page with update-alternatives,
-		// which fails when the man directory (excluded above) is missing.
-		"--essential-hook=mkdir -p \"$1\"/usr/share/man/man1",
-		"--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*.bin",
-		rel, target, srcFile,
-	}
-	cmd := exec.CommandContext(ctx, mmdebstrap, args...)
-	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "DEBCONF_NONINTERACTIVE_SEEN=true")
-	pw := &prefixWriter{w: b.log(), prefix: "image spark: "}
-	var tail tailBuffer
-	out := io.MultiWriter(pw, &tail)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("spark image: mmdebstrap: %w: %s", err, tail.String())
+	// Java's postinst registers its man page with update-alternatives,
+	// which fails when the man directory (excluded) is missing.
+	if err := b.mmdebstrapTree(ctx, "spark", rel, srcFile, target, SparkPackages, "--essential-hook=mkdir -p \"$1\"/usr/share/man/man1"); err != nil {
+		return "", err
 	}
 	if m, _ := filepath.Glob(filepath.Join(target, sparkJava)); len(m) == 0 {
 		return "", fmt.Errorf("spark image: the tree has no Java runtime (%s)", sparkJava)
