@@ -204,7 +204,7 @@ func TestStudyFileEqualsFlags(t *testing.T) {
 }
 
 func TestRepsAutoAnnouncesItsRuleAndStops(t *testing.T) {
-	st, out, errb := newTestState(t)
+	st, _, errb := newTestState(t)
 	db := filepath.Join(t.TempDir(), "a.db")
 	// A generous target so a quiet cell can stop before the cap.
 	code := Main(context.Background(), st, []string{"run", "--platform", "native", "--workload", "cpu:duration=100ms,max-prime=2000",
@@ -218,7 +218,7 @@ func TestRepsAutoAnnouncesItsRuleAndStops(t *testing.T) {
 	if !strings.Contains(errb.String(), "stopping early") && !strings.Contains(errb.String(), "cap of 12 repetitions was reached") {
 		t.Fatalf("outcome of the rule not said: %q", errb.String())
 	}
-	st, out, _ = newTestState(t)
+	st, out, _ := newTestState(t)
 	Main(context.Background(), st, []string{"results", "--db", db})
 	n := strings.Count(out.String(), `"metric":"events_per_sec","unit":"events/s","better":"higher","value"`) / 2 // instance 0 and aggregate
 	if n < 5 || n > 12 {

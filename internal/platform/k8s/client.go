@@ -228,11 +228,6 @@ func isNotFound(err error) bool {
 	return errors.As(err, &ae) && ae.Code == http.StatusNotFound
 }
 
-func isConflict(err error) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && ae.Code == http.StatusConflict
-}
-
 func (c *client) url(path string, q url.Values) string {
 	u := c.ep.Server + path
 	if len(q) > 0 {

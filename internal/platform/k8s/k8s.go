@@ -444,8 +444,8 @@ func (p *Platform) watchPod(ctx context.Context, name string, fn func(*pod) (boo
 			var done bool
 			var ferr error
 			switch ev.Type {
-			case "DELETED":
-				done, ferr = fn(nil)
+			case "DELETED": // gone: done whatever fn says
+				_, ferr = fn(nil)
 				done = true
 			case "ADDED", "MODIFIED":
 				done, ferr = fn(&ev.Object)
