@@ -21,6 +21,7 @@ type recorder struct {
 	envs [][]string
 	fail map[string]error
 	out  map[string]string // stdout per "argv[0] argv[1]"
+	errs map[string]string // stderr per "argv[0] argv[1]"
 }
 
 func (r *recorder) key(argv []string) string {
@@ -35,6 +36,9 @@ func (r *recorder) Run(ctx context.Context, argv, env []string, stdio platform.E
 	r.envs = append(r.envs, env)
 	if s, ok := r.out[r.key(argv)]; ok && stdio.Stdout != nil {
 		io.WriteString(stdio.Stdout, s)
+	}
+	if s, ok := r.errs[r.key(argv)]; ok && stdio.Stderr != nil {
+		io.WriteString(stdio.Stderr, s)
 	}
 	return r.fail[r.key(argv)]
 }
