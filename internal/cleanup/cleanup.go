@@ -20,8 +20,9 @@
 //   - native: scratch directories $TMPDIR/isobench-native/<name>-<rand>,
 //     cgroups isobench/<that directory's name>, and the agent processes.
 //   - QEMU: run directories $TMPDIR/isoq-* with an owner record (pid,
-//     tap, disk, volume), the tap, the disk and volume under the state
-//     directory, the qemu process.
+//     tap, disk, volume, cgroup; package vmowner), the tap, the disk and
+//     volume under the state directory, the cgroup isobench/<the run
+//     directory's name>, the qemu process.
 //   - the bridge isobr0, its FORWARD rule and the leases (package hostnet).
 //
 // Which run an object belongs to, and whether that run is alive:
@@ -63,6 +64,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/hostnet"
+	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
 )
 
 // Object is one thing isobench created that belongs to no live run.
@@ -960,22 +962,19 @@ func orphanOrDead(w *world, pr *proc) bool {
 }
 
 // scanQEMU finds QEMU run directories whose owner died, with their tap,
-// disk, volume and process.
+// disk, volume, cgroup and process, and VM cgroups whose run directory is
+// gone.
 func (w *world) scanQEMU(p *Plan) {
+	runDirs := map[string]bool{} // run dir names, which are their cgroups' names
 	for _, td := range w.tempDirs {
-		dirs, _ := filepath.Glob(filepath.Join(td, "isoq-*"))
+		dirs, _ := filepath.Glob(filepath.Join(td, vmowner.DirPrefix+"*"))
 		for _, d := range dirs {
-			b, err := os.ReadFile(filepath.Join(d, "owner"))
+			runDirs[filepath.Base(d)] = true
+			rec, err := vmowner.Read(d)
 			if err != nil {
 				continue
 			}
-			rec := map[string]string{}
-			for _, line := range strings.Split(string(b), "\n") {
-				if k, v, ok := strings.Cut(line, "="); ok {
-					rec[k] = v
-				}
-			}
-			pid, _ := strconv.Atoi(rec["pid"])
+			pid := rec.PID
 			if pid <= 0 || runrec.Alive(pid, 0) {
 				continue
 			}
@@ -985,21 +984,43 @@ func (w *world) scanQEMU(p *Plan) {
 				rp := r.pid
 				p.Objects = append(p.Objects, Object{Kind: "process", Name: fmt.Sprintf("%d %s", rp, strings.Join(r.argv, " ")), Owner: d, order: orderProcess, rm: func(context.Context) error { return w.killTree(rp) }})
 			}
-			if t := rec["tap"]; strings.HasPrefix(t, "isq") {
+			if t := rec.Tap; strings.HasPrefix(t, "isq") {
 				if _, err := os.Stat("/sys/class/net/" + t); err == nil {
 					p.Objects = append(p.Objects, Object{Kind: "tap", Name: t, Owner: d, order: orderLink, rm: func(ctx context.Context) error { return deleteLink(ctx, t) }})
 				}
 			}
-			for _, k := range []string{"disk", "volume"} {
-				if v := rec[k]; v != "" && filepath.IsAbs(v) {
+			for _, kv := range [][2]string{{"disk", rec.Disk}, {"volume", rec.Volume}} {
+				k, v := kv[0], kv[1]
+				if v != "" && filepath.IsAbs(v) {
 					if _, err := os.Lstat(v); err == nil {
 						p.Objects = append(p.Objects, Object{Kind: "qemu-" + k, Name: v, Owner: d, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(v) }})
 					}
 				}
 			}
+			for _, c := range cgroupDirs() {
+				if rec.Cgroup != "" && filepath.Base(c) == rec.Cgroup {
+					c := c
+					p.Objects = append(p.Objects, Object{Kind: "cgroup", Name: c, Owner: d, order: orderCgroup, rm: func(context.Context) error { return rmCgroup(c) }})
+				}
+			}
 			d := d
 			p.Objects = append(p.Objects, Object{Kind: "dir", Name: d, Why: why, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(d) }})
 		}
+	}
+	// a VM's cgroup is made after its run dir and removed before it: one
+	// without a run dir was left by a Close that failed half way
+	for _, c := range cgroupDirs() {
+		name := filepath.Base(c)
+		if !strings.HasPrefix(name, vmowner.DirPrefix) || runDirs[name] {
+			continue
+		}
+		why := "its VM's run directory is gone"
+		if b, _ := os.ReadFile(filepath.Join(c, "cgroup.procs")); len(strings.TrimSpace(string(b))) > 0 {
+			p.Kept = append(p.Kept, Kept{"cgroup", c, "its VM's run directory is gone but processes still run in it"})
+			continue
+		}
+		c := c
+		p.Objects = append(p.Objects, Object{Kind: "cgroup", Name: c, Why: why, order: orderCgroup, rm: func(context.Context) error { return rmCgroup(c) }})
 	}
 }
 

@@ -21,10 +21,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/guest"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
 )
 
 // lookPath is exec.LookPath (a seam for nothing but readability).
@@ -64,9 +66,12 @@ type Instance struct {
 	rootDisk  string // shared root disk image (snapshot=on), "" for an initramfs root
 	guestInit string
 
-	runDir    string // sockets, console log
-	disk      string // scratch image, "" if none
-	volume    string // virtiofs host dir, "" if none
+	runDir    string        // sockets, console log
+	cgName    string        // cgroup isobench/<cgName> (the run dir's name), "" before it exists
+	cg        *cgroup.Group // qemu and virtiofsd run in it, for footprint accounting
+	cgErr     error         // why cg is nil
+	disk      string        // scratch image, "" if none
+	volume    string        // virtiofs host dir, "" if none
 	tap       string
 	bridge    *hostnet.Bridge
 	lease     netip.Addr
@@ -169,7 +174,7 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 	}()
 	sweepStale(ctx)
 	// unix socket paths are short: keep them out of the state dir
-	if in.runDir, err = os.MkdirTemp("", "isoq-"); err != nil {
+	if in.runDir, err = os.MkdirTemp("", vmowner.DirPrefix+"*"); err != nil {
 		return nil, fmt.Errorf("qemu: %w", err)
 	}
 	// an owner record lets a later Create remove what a killed process
@@ -178,6 +183,15 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 	if err := in.writeOwner(); err != nil {
 		return in, err
 	}
+	// the VM's own cgroup, for its footprint: named (and recorded) before
+	// it exists, so a crash leaves nothing the owner record does not name
+	in.cgName = filepath.Base(in.runDir)
+	if err := in.writeOwner(); err != nil {
+		return in, err
+	}
+	if in.cg, err = cgroup.New(in.cgName, cgroup.Limits{}); err != nil {
+		in.cgErr = err // the VM runs; only Footprint fails, saying why
+	}
 	args, err := in.prepare(ctx, initrd)
 	if err != nil {
 		return in, err
@@ -185,10 +199,12 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 	if err := in.writeOwner(); err != nil {
 		return in, err
 	}
-	cmd := exec.Command(Binary, args...)
+	cmd := in.command(Binary, args...)
 	cmd.Stderr = &lockedWriter{w: &in.qemuOut, mu: &in.mu}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// snapshot=on's temporary overlay of a root disk goes into the run
+	// dir: counted as the VM's disk, and removed with the run dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+in.runDir)
+	if err := in.start(cmd); err != nil {
 		return in, fmt.Errorf("qemu: starting %s: %w", Binary, err)
 	}
 	in.cmd = cmd
@@ -365,11 +381,10 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 			return nil, fmt.Errorf("qemu: %w", err)
 		}
 		sock := filepath.Join(in.runDir, "vfs.sock")
-		vfs := exec.Command(vfsd, "--socket-path="+sock, "-o", "source="+in.volume, "-o", "cache=none", "-o", "sandbox=chroot")
-		vfs.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		vfs := in.command(vfsd, "--socket-path="+sock, "-o", "source="+in.volume, "-o", "cache=none", "-o", "sandbox=chroot")
 		var vout bytes.Buffer
 		vfs.Stderr = &lockedWriter{w: &vout, mu: &in.mu}
-		if err := vfs.Start(); err != nil {
+		if err := in.start(vfs); err != nil {
 			return nil, fmt.Errorf("qemu: starting virtiofsd: %w", err)
 		}
 		in.vfs = vfs
@@ -631,7 +646,14 @@ func (in *Instance) Close(ctx context.Context) error {
 			}
 		}
 	}
-	for _, path := range []string{in.disk, in.volume, in.runDir} {
+	paths := []string{in.disk, in.volume, in.runDir}
+	if err := in.cg.Remove(); err != nil {
+		// keep the run dir: its owner record names the cgroup for
+		// isobench clean (and the next Create's sweep)
+		errs = append(errs, fmt.Errorf("qemu: %w", err))
+		paths = paths[:2]
+	}
+	for _, path := range paths {
 		if path != "" {
 			if err := os.RemoveAll(path); err != nil {
 				errs = append(errs, err)
@@ -776,45 +798,34 @@ func (k *conn) put(ctx context.Context, req guest.PutRequest, r io.Reader) (gues
 	return k.wait(ctx, id, st, stop)
 }
 
-// writeOwner records this process and the instance's tap, disk and
-// volume names in its run dir (atomically: a reader sees the old record or
-// the new one).
+// writeOwner records this process and the instance's tap, disk, volume
+// and cgroup names in its run dir (vmowner: atomically, a reader sees the
+// old record or the new one).
 func (in *Instance) writeOwner() error {
-	owner := fmt.Sprintf("pid=%d\ntap=%s\ndisk=%s\nvolume=%s\n", os.Getpid(), in.tap, in.disk, in.volume)
-	tmp := filepath.Join(in.runDir, ".owner")
-	if err := os.WriteFile(tmp, []byte(owner), 0o600); err != nil {
-		return fmt.Errorf("qemu: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(in.runDir, "owner")); err != nil {
-		return fmt.Errorf("qemu: %w", err)
+	rec := vmowner.Record{PID: os.Getpid(), Tap: in.tap, Disk: in.disk, Volume: in.volume, Cgroup: in.cgName}
+	if err := rec.Write(in.runDir); err != nil {
+		return fmt.Errorf("qemu: owner record: %w", err)
 	}
 	return nil
 }
 
-// OwnedByOthers names the run dirs, taps, disks and volumes of VMs whose
-// owner record names another live process (for leftover checks that must
-// not count another test's or run's VMs).
+// OwnedByOthers names the run dirs, taps, disks, volumes and cgroup names
+// of VMs whose owner record names another live process (for leftover
+// checks that must not count another test's or run's VMs).
 func OwnedByOthers() map[string]bool {
 	m := map[string]bool{}
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "isoq-*"))
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), vmowner.DirPrefix+"*"))
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "owner"))
+		rec, err := vmowner.Read(d)
 		if err != nil {
 			continue
 		}
-		rec := map[string]string{}
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, "="); ok {
-				rec[k] = v
-			}
-		}
-		pid, _ := strconv.Atoi(rec["pid"])
-		if pid <= 0 || pid == os.Getpid() || syscall.Kill(pid, 0) != nil {
+		if rec.PID <= 0 || rec.PID == os.Getpid() || syscall.Kill(rec.PID, 0) != nil {
 			continue
 		}
 		m[d] = true
-		for _, k := range []string{"tap", "disk", "volume"} {
-			if v := rec[k]; v != "" {
+		for _, v := range []string{rec.Tap, rec.Disk, rec.Volume, rec.Cgroup} {
+			if v != "" {
 				m[v] = true
 			}
 		}
@@ -822,33 +833,30 @@ func OwnedByOthers() map[string]bool {
 	return m
 }
 
-// sweepStale removes the run dirs, taps, disks and volumes of instances
-// whose isobench process died without closing them (their qemu died with
-// it: it runs with a parent-death signal).
+// sweepStale removes the run dirs, taps, disks, volumes and cgroups of
+// instances whose isobench process died without closing them (their qemu
+// died with it: it runs with a parent-death signal).
 func sweepStale(ctx context.Context) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "isoq-*"))
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), vmowner.DirPrefix+"*"))
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "owner"))
+		rec, err := vmowner.Read(d)
 		if err != nil {
 			continue // being created, or not ours
 		}
-		rec := map[string]string{}
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, "="); ok {
-				rec[k] = v
-			}
-		}
-		pid, _ := strconv.Atoi(rec["pid"])
+		pid := rec.PID
 		if pid <= 0 || syscall.Kill(pid, 0) == nil || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
 			continue
 		}
-		if t := rec["tap"]; strings.HasPrefix(t, "isq") {
+		if t := rec.Tap; strings.HasPrefix(t, "isq") {
 			hostnet.DeleteLink(ctx, t)
 		}
-		for _, k := range []string{"disk", "volume"} {
-			if v := rec[k]; v != "" && filepath.IsAbs(v) {
+		for _, v := range []string{rec.Disk, rec.Volume} {
+			if v != "" && filepath.IsAbs(v) {
 				os.RemoveAll(v)
 			}
+		}
+		if rec.Cgroup != "" && removeCgroup(rec.Cgroup) != nil {
+			continue // keep the record: isobench clean retries
 		}
 		os.RemoveAll(d)
 	}

@@ -53,6 +53,12 @@
 // agent ready (the guest's own boot clock at hello is in the instance
 // facts as guest_uptime_ns).
 //
+// Footprint (platform.Footprinter): every VM's qemu (and virtiofsd) runs
+// in a cgroup of its own, isobench/isoq-* named like its run dir, with no
+// limits (accounting only); memory and CPU are that cgroup's, disk the
+// VM's own files (scratch disk, volume, root disk overlay). See
+// footprint.go.
+//
 // Running an engine inside the guest (a later docker-in-vm platform): use
 // New, then set Platform.RootfsHook (with RootfsHookKey naming its content
 // for the initramfs cache) to add the engine's files to the root before it

@@ -21,6 +21,7 @@ import (
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
+	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
 )
 
 // testAgent returns an isobench binary that can be a VM's init.
@@ -116,8 +117,8 @@ func vmLimits(ctx context.Context, inst platform.Instance, cpus float64, memory 
 	return nil
 }
 
-// leftovers lists qemu processes, taps, disks, volumes, run dirs and
-// leases this platform could leave. What another live process's VMs use
+// leftovers lists qemu processes, taps, cgroups, disks, volumes, run dirs
+// and leases this platform could leave. What another live process's VMs use
 // (named in their run dir's owner record) is not counted: the host, and
 // the shared state dir of the Debian tests, may have other isobench VMs
 // starting and stopping meanwhile.
@@ -150,11 +151,18 @@ func leftovers(state string) (out []string) {
 	for _, l := range hostnet.Links("isq") {
 		out = append(out, "link "+l)
 	}
+	// the VMs' cgroups, by name (what owner records name), on every hierarchy
+	for _, pat := range []string{"/sys/fs/cgroup/isobench/" + vmowner.DirPrefix + "*", "/sys/fs/cgroup/*/isobench/" + vmowner.DirPrefix + "*"} {
+		m, _ := filepath.Glob(pat)
+		for _, x := range m {
+			out = append(out, "cgroup "+filepath.Base(x)+" "+x)
+		}
+	}
 	for _, pat := range []string{
 		filepath.Join(state, "qemu", "disks", "*"),
 		filepath.Join(state, "qemu", "volumes", "*"),
 		filepath.Join(state, "leases", hostnet.DefaultBridge, "*"),
-		filepath.Join(os.TempDir(), "isoq-*"),
+		filepath.Join(os.TempDir(), vmowner.DirPrefix+"*"),
 	} {
 		m, _ := filepath.Glob(pat)
 		for _, x := range m {
