@@ -59,7 +59,7 @@ func CgroupDirs(id string, pid int) (mem, cpu string, err error) {
 		if m, c, err := platform.ProcessCgroups(pid); err == nil {
 			// the whole container's cgroup, when the init process sits
 			// in a sub-cgroup of it (a booted system's init.scope)
-			if m, c = containerCgroup(m, id), containerCgroup(c, id); m != "" && c != "" {
+			if m, c = ContainerCgroup(m, id), ContainerCgroup(c, id); m != "" && c != "" {
 				return m, c, nil
 			}
 		}
@@ -86,10 +86,10 @@ func ConfiguredCgroupDirs(root, id string) (mem, cpu string, err error) {
 	return "", "", fmt.Errorf("no cgroup /%s with memory and CPU accounting under %s (has the container ended?)", rel, root)
 }
 
-// containerCgroup cuts cgroup directory dir after its component named id:
+// ContainerCgroup cuts cgroup directory dir after its component named id:
 // the container's own cgroup, also when dir is a sub-cgroup of it; "" when
 // no component is id (not this container's cgroup).
-func containerCgroup(dir, id string) string {
+func ContainerCgroup(dir, id string) string {
 	parts := strings.Split(dir, "/")
 	for i, p := range parts {
 		if p == id {

@@ -13,8 +13,8 @@ func TestContainerCgroup(t *testing.T) {
 		{"/sys/fs/cgroup/memory/isobench/isob-r12", ""}, // another container
 		{"/sys/fs/cgroup/memory/user.slice", ""},        // a reused pid
 	} {
-		if got := containerCgroup(tc.dir, "isob-r1"); got != tc.want {
-			t.Errorf("containerCgroup(%q) = %q, want %q", tc.dir, got, tc.want)
+		if got := ContainerCgroup(tc.dir, "isob-r1"); got != tc.want {
+			t.Errorf("ContainerCgroup(%q) = %q, want %q", tc.dir, got, tc.want)
 		}
 	}
 }

@@ -1,0 +1,128 @@
+package gvisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/runc"
+)
+
+var _ platform.Footprinter = (*Instance)(nil)
+
+// Footprint reads the sandbox's cgroup, its overlay's upper directory and
+// its volume, and names the runsc processes outside that cgroup as the
+// engine.
+//
+// Memory and CPU: isobench gives runsc the bundle's cgroupsPath
+// (/isobench/<id>, no --ignore-cgroups, cgroupfs rather than systemd), and
+// runsc starts both its sandbox (`runsc-sandbox boot`: the Sentry, gVisor's
+// kernel, and its systrap stubs) and its gofer in that cgroup. So the
+// cgroup holds what the host pays for the sandbox, the Sentry's memory
+// (the application's memory is the Sentry's) included.
+//
+// Disk: runsc's default --overlay2=root:self keeps the root file system's
+// upper layer in a sparse "filestore" file it creates in the root
+// directory it was given, i.e. in the instance's overlay upper directory
+// on the host (.gvisor.filestore.<id>): what the sandbox writes to its
+// root file system, the scratch directory with storage=rootfs included,
+// shows up there as allocated blocks (and as page cache in the cgroup
+// while it is cached); a volume is a bind mount, counted at its host
+// directory.
+//
+// Engine: the `runsc run` process isobench started, which stays outside
+// the cgroup, and any other child of it found outside the cgroup. The
+// sandbox and gofer processes are left out on purpose: they are charged
+// to the instance's cgroup already, and naming them as the engine too
+// would count their memory and CPU twice.
+func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
+	var fp platform.Footprint
+	if in.Closed() {
+		return fp, fmt.Errorf("gvisor: instance %s is closed", in.ID())
+	}
+	var mem, cpu string
+	if in.Main != nil && in.Main.Process != nil && !in.Ended() {
+		run := in.Main.Process.Pid
+		fp.EnginePIDs = []int{run}
+		for _, pid := range childPIDs(run) {
+			m, c, err := platform.ProcessCgroups(pid)
+			if err == nil {
+				m, c = runc.ContainerCgroup(m, in.ID()), runc.ContainerCgroup(c, in.ID())
+			}
+			if err != nil || m == "" || c == "" {
+				if alive(pid) {
+					fp.EnginePIDs = append(fp.EnginePIDs, pid)
+				}
+				continue
+			}
+			mem, cpu = m, c
+		}
+	}
+	if mem == "" {
+		var err error
+		if mem, cpu, err = runc.ConfiguredCgroupDirs("/sys/fs/cgroup", in.ID()); err != nil {
+			return fp, fmt.Errorf("gvisor: %w", err)
+		}
+	}
+	var err error
+	if fp.MemoryBytes, err = platform.CgroupMemory(mem); err != nil {
+		return fp, fmt.Errorf("gvisor %s: %w", in.ID(), err)
+	}
+	if fp.CPUSeconds, err = platform.CgroupCPU(cpu); err != nil {
+		return fp, fmt.Errorf("gvisor %s: %w", in.ID(), err)
+	}
+	if fp.DiskBytes, err = runc.InstanceDisk(in.Instance); err != nil {
+		return fp, fmt.Errorf("gvisor %s: %w", in.ID(), err)
+	}
+	return fp, nil
+}
+
+// childPIDs lists the processes whose parent is pid (from /proc/PID/stat).
+func childPIDs(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp, err := parentPID(p); err == nil && pp == pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parentPID reads a process's parent from /proc/PID/stat (field 4, after
+// the command name, which may hold spaces and parentheses).
+func parentPID(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return ParseStatPPID(string(b))
+}
+
+// ParseStatPPID returns the parent pid in a /proc/PID/stat line.
+func ParseStatPPID(stat string) (int, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc stat %q: no command name", stat)
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 2 {
+		return 0, fmt.Errorf("/proc stat %q: too few fields", stat)
+	}
+	return strconv.Atoi(f[1])
+}
+
+func alive(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
