@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -126,15 +127,21 @@ func driverAgent(ctx context.Context, p workload.Params, ready workload.Barrier)
 	})
 }
 
-// daemonEnv runs a Spark daemon in the foreground inside an instance.
+// daemonScript starts a Spark daemon in the foreground inside an instance:
+// it finds Spark as Find does ($SPARK_HOME, the spark image's pyspark, or
+// python3's pyspark package: a native instance uses the host's) and puts
+// the worker's files in the instance's scratch directory.
+const daemonScript = `h="${SPARK_HOME:-}"
+[ -x "$h/bin/spark-class" ] || h=` + clusterHome + `
+[ -x "$h/bin/spark-class" ] || h=$(python3 -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))') || exit 127
+s="${` + platform.ScratchEnv + `:-` + platform.ScratchDir + `}"
+export SPARK_HOME="$h" SPARK_NO_DAEMONIZE=1 PYSPARK_PYTHON=python3 SPARK_WORKER_DIR="$s/spark-work" SPARK_LOCAL_DIRS="$s/spark-local"
+if [ -d ` + image.SparkPySparkDir + ` ]; then export PYTHONPATH=` + image.SparkPySparkDir + `; fi
+exec "$h/bin/spark-class" "$@"`
+
+// daemonArgv runs Spark daemon class with args inside an instance.
 func daemonArgv(class string, args ...string) []string {
-	argv := []string{"env",
-		"SPARK_HOME=" + clusterHome, "SPARK_NO_DAEMONIZE=1",
-		"PYTHONPATH=" + image.SparkPySparkDir, "PYSPARK_PYTHON=python3",
-		"SPARK_WORKER_DIR=" + platform.ScratchDir + "/spark-work",
-		"SPARK_LOCAL_DIRS=" + platform.ScratchDir + "/spark-local",
-		clusterHome + "/bin/spark-class", class}
-	return append(argv, args...)
+	return append([]string{"sh", "-c", daemonScript, "spark-daemon", class}, args...)
 }
 
 // daemon is a Spark master or worker running in an instance.
@@ -248,17 +255,16 @@ func runCluster(ctx context.Context, p workload.Params, env workload.HostEnv) ([
 		return nil, err
 	}
 	addrs := make([]string, n+1)
-	seen := map[string]bool{}
 	for i, in := range insts {
 		a, err := in.Address(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("spark cluster: instance %d address: %w", i, err)
 		}
-		if a == "" || seen[a] || net.ParseIP(a) == nil || net.ParseIP(a).IsLoopback() {
-			return nil, fmt.Errorf("spark cluster: instance %d has address %q: a cluster needs instances with their own addresses (a bridge network; not native, host or none)", i, a)
-		}
-		seen[a] = true
 		addrs[i] = a
+	}
+	ports, err := clusterPorts(addrs)
+	if err != nil {
+		return nil, err
 	}
 	// HiBench's prepare: the same seeded input on every node (no shared
 	// file system: each executor reads its splits from its own disk).
@@ -275,16 +281,16 @@ func runCluster(ctx context.Context, p workload.Params, env workload.HostEnv) ([
 	}
 	dctx, stop := context.WithCancel(ctx)
 	defer stop()
-	master := "spark://" + net.JoinHostPort(addrs[0], strconv.Itoa(masterPort))
+	master := "spark://" + net.JoinHostPort(addrs[0], strconv.Itoa(ports.master))
 	daemons := []*daemon{startDaemon(dctx, insts[0], "master", daemonArgv("org.apache.spark.deploy.master.Master",
-		"--host", addrs[0], "--port", strconv.Itoa(masterPort), "--webui-port", strconv.Itoa(masterUIPort)))}
+		"--host", addrs[0], "--port", strconv.Itoa(ports.master), "--webui-port", strconv.Itoa(ports.masterUI)))}
 	for i := 1; i <= n; i++ {
 		daemons = append(daemons, startDaemon(dctx, insts[i], fmt.Sprintf("worker %d", i), daemonArgv("org.apache.spark.deploy.worker.Worker",
 			"--host", addrs[i], "--cores", strconv.Itoa(p.Int("cores")),
 			"--memory", strconv.FormatInt(p.Size("executor-memory")>>20, 10)+"m",
-			"--webui-port", strconv.Itoa(workerUIPort), master)))
+			"--webui-port", strconv.Itoa(ports.workerUI[i-1]), master)))
 	}
-	ui, err := platform.Endpoint(ctx, insts[0], masterUIPort)
+	ui, err := platform.Endpoint(ctx, insts[0], ports.masterUI)
 	if err != nil {
 		return nil, fmt.Errorf("spark cluster: master UI: %w", err)
 	}
@@ -314,5 +320,74 @@ func runCluster(ctx context.Context, p workload.Params, env workload.HostEnv) ([
 		return nil, fmt.Errorf("spark cluster: driver: %w (master: %s)", err, daemons[0].log())
 	}
 	tags := map[string]string{"workers": strconv.Itoa(n), "network": insts[0].Facts(ctx)["network"]}
+	if ports.shared {
+		tags["cluster_address"] = "shared"
+	}
 	return []workload.InstanceResult{{Instance: 0, Metrics: ms, Tags: tags}}, nil
+}
+
+// ports are a cluster's listening ports.
+type ports struct {
+	master, masterUI int
+	workerUI         []int // one per worker
+	shared           bool  // every instance has the same address
+}
+
+// clusterPorts checks the instances' addresses and picks the daemons'
+// ports. Instances with their own addresses (a bridge) use Spark's usual
+// ports in each. Instances sharing one address (native, network=host) run
+// the cluster on that address as processes of one machine, each daemon on
+// a port of its own (the ports the workers, executors and driver pick for
+// themselves are random already). Mixed or missing addresses are refused.
+func clusterPorts(addrs []string) (ports, error) {
+	pt := ports{master: masterPort, masterUI: masterUIPort}
+	seen := map[string]bool{}
+	for i, a := range addrs {
+		if a == "" || net.ParseIP(a) == nil {
+			return pt, fmt.Errorf("spark cluster: instance %d has no address (%q): a cluster needs a network (bridge, host or native)", i, a)
+		}
+		seen[a] = true
+	}
+	switch {
+	case len(seen) == len(addrs):
+		for range addrs[1:] {
+			pt.workerUI = append(pt.workerUI, workerUIPort)
+		}
+		return pt, nil
+	case len(seen) != 1:
+		return pt, fmt.Errorf("spark cluster: instances %v share some addresses but not all: want one address each, or one for all", addrs)
+	}
+	pt.shared = true
+	free := make([]int, len(addrs)+1)
+	for i := range free {
+		p, err := freePort(addrs[0], free[:i])
+		if err != nil {
+			// not an address of this machine (a remote host's): Spark's
+			// usual ports, the workers' UIs on the ports after the master's
+			for i := range free {
+				free[i] = masterUIPort + i - 1
+			}
+			free[0] = masterPort
+			break
+		}
+		free[i] = p
+	}
+	pt.master, pt.masterUI, pt.workerUI = free[0], free[1], free[2:]
+	return pt, nil
+}
+
+// freePort finds a TCP port free on addr, none of taken.
+func freePort(addr string, taken []int) (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+		if err != nil {
+			return 0, fmt.Errorf("a free port on %s: %w", addr, err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !slices.Contains(taken, p) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port on %s", addr)
 }

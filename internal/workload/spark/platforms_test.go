@@ -98,11 +98,31 @@ func TestClusterOnDocker(t *testing.T) {
 	if err := exec.Command("docker", "info").Run(); err != nil {
 		conformance.SkipUnlessRequired(t, "docker", err)
 	}
+	runCluster(t, "docker", "--image", "spark")
+}
+
+// TestClusterOnNative runs the same cluster as processes of the host (the
+// native baseline of study 003's cluster figures): every instance has the
+// host's address, so each daemon gets a port of its own; the host's Spark.
+func TestClusterOnNative(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Spark cluster")
+	}
+	if _, err := spark.Find(t.Context()); err != nil {
+		t.Skipf("no Spark on the host: %v", err)
+	}
+	runCluster(t, "native")
+}
+
+// runCluster runs wordcount and terasort on a master and two workers of
+// platform pl through the real binary and checks both were measured.
+func runCluster(t *testing.T, pl string, extra ...string) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "c.db")
-	cmd := exec.Command(agentBin, "run", "--quiet", "--platform", "docker", "--image", "spark", "--reps", "1", "--db", db,
+	args := append([]string{"run", "--quiet", "--platform", pl, "--reps", "1", "--db", db,
 		"--workload", "spark-cluster:job=wordcount,size=2m,cluster=2,cores=1,executor-memory=512m",
-		"--workload", "spark-cluster:job=terasort,size=2m,cluster=2,cores=1,executor-memory=512m")
+		"--workload", "spark-cluster:job=terasort,size=2m,cluster=2,cores=1,executor-memory=512m"}, extra...)
+	cmd := exec.Command(agentBin, args...)
 	cmd.Env = append(os.Environ(), "ISOBENCH_STATE="+local.TestStateDir(), "TMPDIR="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)

@@ -431,3 +431,29 @@ func TestClusterParamsReachHalves(t *testing.T) {
 		t.Fatalf("driver params %v", dp)
 	}
 }
+
+// A cluster of instances with their own addresses uses Spark's usual
+// ports; one of instances sharing an address (native) gives every daemon
+// a port of its own; mixed or missing addresses are refused.
+func TestClusterPorts(t *testing.T) {
+	own, err := clusterPorts([]string{"10.199.0.2", "10.199.0.3", "10.199.0.4"})
+	if err != nil || own.shared || own.master != masterPort || own.masterUI != masterUIPort || len(own.workerUI) != 2 || own.workerUI[1] != workerUIPort {
+		t.Fatalf("own addresses: %+v, %v", own, err)
+	}
+	sh, err := clusterPorts([]string{"127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1"})
+	if err != nil || !sh.shared || len(sh.workerUI) != 3 {
+		t.Fatalf("shared address: %+v, %v", sh, err)
+	}
+	seen := map[int]bool{}
+	for _, p := range append([]int{sh.master, sh.masterUI}, sh.workerUI...) {
+		if p <= 0 || seen[p] {
+			t.Fatalf("shared address: port %d zero or used twice in %+v", p, sh)
+		}
+		seen[p] = true
+	}
+	for _, bad := range [][]string{{"10.199.0.2", "10.199.0.2", "10.199.0.3"}, {"10.199.0.2", ""}, {"none", "none"}} {
+		if _, err := clusterPorts(bad); err == nil {
+			t.Errorf("addresses %q accepted", bad)
+		}
+	}
+}
