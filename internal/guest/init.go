@@ -127,6 +127,9 @@ func initMain(ctx context.Context, log io.Writer) error {
 	}
 	if h := p[ParamHostname]; h != "" {
 		syscall.Sethostname([]byte(h))
+		if err := nameHost(HostsFile, hostAddr(p[ParamIP]), h); err != nil {
+			warns = append(warns, err.Error())
+		}
 	}
 	if err := setupNetwork(p[ParamIP], p[ParamGateway]); err != nil {
 		return err
