@@ -57,7 +57,7 @@ var clusterParams = paramsWith(
 // each other) running one job, as study 003 spreads HiBench over 8 nodes.
 var ClusterDef = workload.Def{
 	Name:   ClusterName,
-	Help:   "HiBench on a Spark standalone cluster: master and driver in one instance, a worker (one executor of cores cores) in each of cluster others; uses the spark image and needs instances with their own addresses (e.g. docker); job duration and throughput, output verified",
+	Help:   "HiBench on a Spark standalone cluster: master and driver in one instance, a worker (one executor of cores cores) in each of cluster others; uses the spark image (native: the host's Spark, every daemon on a port of its own); job duration and throughput, output verified",
 	Params: clusterParams,
 	Derive: Def.Derive,
 	Host:   runCluster,
