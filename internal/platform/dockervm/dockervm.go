@@ -31,6 +31,10 @@
 // isobench bridge, which is what Address returns and where published
 // ports are; network=none is the container's own empty namespace.
 // network=host (this machine's network) and nat are refused.
+//
+// Footprint: a container's is its share of the VM's (the QEMU process's
+// cgroup and the VM's disk files), the VM's cost divided among the
+// containers alive in it; see footprint.go.
 package dockervm
 
 import (
@@ -94,6 +98,8 @@ type Platform struct {
 	served  chan struct{}
 	stderr  *tailWriter
 	booted  time.Duration
+
+	share ledger // the VM's cost dealt out to its containers (footprint.go)
 }
 
 // New checks the options; the VM boots at Prepare or the first Create.
@@ -297,11 +303,21 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instan
 	if err != nil {
 		return nil, err
 	}
+	p.settle(ctx)
 	in, err := c.Create(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	return &Instance{Instance: in, p: p, vm: p.inst, network: network}, nil
+	p.mu.Lock()
+	vm := p.inst
+	p.mu.Unlock()
+	if vm == nil {
+		in.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("%s: the platform was closed while a container was created", Name)
+	}
+	inst := &Instance{Instance: in, p: p, vm: vm, network: network}
+	p.join(ctx, inst)
+	return inst, nil
 }
 
 // Close removes the containers (the guest platform closes them), then the

@@ -14,6 +14,7 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/qemu"
+	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
 )
 
 var agentBin string
@@ -94,7 +95,8 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-// leftovers lists qemu processes of the state dir, taps and run dirs.
+// leftovers lists qemu processes of the state dir, taps, run dirs and the
+// VMs' cgroups.
 func leftovers(ctx context.Context) ([]string, error) {
 	var out []string
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -107,10 +109,17 @@ func leftovers(ctx context.Context) ([]string, error) {
 	for _, l := range hostnet.Links("isq") {
 		out = append(out, "link "+l)
 	}
-	for _, pat := range []string{filepath.Join(state(), "qemu", "disks", "isobench-docker-vm*"), filepath.Join(os.TempDir(), "isoq-*")} {
+	for _, pat := range []string{filepath.Join(state(), "qemu", "disks", "isobench-docker-vm*"), filepath.Join(os.TempDir(), vmowner.DirPrefix+"*")} {
 		m, _ := filepath.Glob(pat)
 		for _, x := range m {
 			out = append(out, "file "+x)
+		}
+	}
+	// the VMs' cgroups, by name (what owner records name)
+	for _, pat := range []string{"/sys/fs/cgroup/isobench/" + vmowner.DirPrefix + "*", "/sys/fs/cgroup/*/isobench/" + vmowner.DirPrefix + "*"} {
+		m, _ := filepath.Glob(pat)
+		for _, x := range m {
+			out = append(out, "cgroup "+filepath.Base(x)+" "+x)
 		}
 	}
 	others := qemu.OwnedByOthers()
@@ -180,4 +189,26 @@ func TestContainerInVM(t *testing.T) {
 	}
 	pf := p.Facts(ctx)
 	t.Logf("VM boot to dockerd answering: %s ns; guest docker %s", pf["vm_boot_to_docker_ns"], pf["guest.server_version"])
+}
+
+// TestLedger checks how the VM's CPU is dealt out: equally among the
+// containers alive while it accrued, each share never decreasing, the
+// shares adding up to the VM's CPU since the first deal.
+func TestLedger(t *testing.T) {
+	a, b := &Instance{}, &Instance{}
+	l := ledger{live: map[*Instance]bool{a: true}, cpu: map[*Instance]float64{}}
+	l.deal(10) // primes: the VM's CPU before is no container's
+	if l.cpu[a] != 0 {
+		t.Fatalf("first deal gave %v", l.cpu[a])
+	}
+	l.deal(12)
+	l.live[b] = true
+	l.deal(16)
+	l.deal(15) // a reading that went back (none should) takes nothing away
+	if l.cpu[a] != 4 || l.cpu[b] != 2 {
+		t.Errorf("shares a=%v b=%v, want 4 and 2", l.cpu[a], l.cpu[b])
+	}
+	if sum := l.cpu[a] + l.cpu[b]; sum != 6 {
+		t.Errorf("shares add up to %v, want the VM's 6 s since the first deal", sum)
+	}
 }
