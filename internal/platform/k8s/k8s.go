@@ -69,6 +69,10 @@ type Platform struct {
 
 	imageMu sync.Mutex
 	refs    map[string]string // profile → imported image ref
+
+	kubeletMu   sync.Mutex // footprint.go: the node's kubelet, found once
+	kubeletPID  int
+	kubeletRoot string
 }
 
 // New makes a k8s platform. It reads the kubeconfig but does not contact
