@@ -146,6 +146,10 @@ func TestConformance(t *testing.T) {
 		Leftovers:  leftovers,
 		SharedHost: true,
 		Timeout:    6 * time.Minute,
+		// measured: 16 MiB written grew the VM's disk by 8.1-9.6 MiB after
+		// the suite's earlier instances, by 17.4 MiB after an fstrim
+		FootprintNoDisk: "the VM's scratch disk is a sparse image on the host, and the guest's ext4 reuses blocks freed by earlier containers and by the image import, " +
+			"which the host already allocated (the guest does not discard them): a container's write grows the VM's disk only by what lands on never-used blocks",
 	})
 }
 

@@ -25,7 +25,13 @@ import (
 // would make identical containers' numbers differ.
 //
 //   - Memory and disk are the VM's at the moment, divided by the number
-//     of live containers.
+//     of live containers. The VM's disk is what its files occupy on the
+//     host: the scratch disk image is sparse, and the guest's ext4 reuses
+//     blocks that removed containers and the image import freed (the
+//     guest does not discard them, as a VM without online discard or a
+//     recent fstrim does not), so it is the high-water mark of the
+//     guest's use and a container's write grows it only by what lands on
+//     never-used blocks.
 //   - CPU is dealt out as it accrues: whenever a footprint is read or a
 //     container comes or goes, the VM's CPU time since the last deal is
 //     split equally among the containers alive meanwhile. Each container's

@@ -202,7 +202,8 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 	cmd := in.command(Binary, args...)
 	cmd.Stderr = &lockedWriter{w: &in.qemuOut, mu: &in.mu}
 	// snapshot=on's temporary overlay of a root disk goes into the run
-	// dir: counted as the VM's disk, and removed with the run dir
+	// dir (QEMU 7.2 unlinks it at once and keeps it open: Footprint counts
+	// it through /proc/PID/fd), not into /var/tmp
 	cmd.Env = append(os.Environ(), "TMPDIR="+in.runDir)
 	if err := in.start(cmd); err != nil {
 		return in, fmt.Errorf("qemu: starting %s: %w", Binary, err)
