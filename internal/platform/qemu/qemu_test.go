@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -393,4 +394,65 @@ func TestProtocol(t *testing.T) {
 		t.Errorf("after cancel: %+v %v %q", ex, err, out.String())
 	}
 	k.close()
+}
+
+// TestFootprintVolume: with storage=volume the VM's qemu and virtiofsd
+// both run in its cgroup, a write to the virtiofs volume shows as disk,
+// and Close removes the cgroup.
+func TestFootprintVolume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots VMs")
+	}
+	if err := availableTools(&Platform{}); err != nil {
+		conformance.SkipUnlessRequired(t, "qemu", err)
+	}
+	agent := testAgent(t)
+	p := newTestPlatform(t, agent, t.TempDir(), "qemu:accel="+accelOption())
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	inst, err := p.Create(ctx, platform.Spec{Name: "fpvol", CPUs: 1, Memory: 256 << 20, Network: platform.NetNone, Storage: platform.StorageVolume})
+	if errors.Is(err, platform.ErrUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := inst.(*Instance)
+	defer in.Close(context.WithoutCancel(ctx))
+	dirs := in.cg.Dirs()
+	procs := in.cg.Pids()
+	for name, c := range map[string]*exec.Cmd{"qemu": in.cmd, "virtiofsd": in.vfs} {
+		if c == nil || c.Process == nil || !slices.Contains(procs, c.Process.Pid) {
+			t.Errorf("%s is not in the VM's cgroup %v (its processes: %v)", name, dirs, procs)
+		}
+	}
+	fp0, err := in.Footprint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Exec(ctx, []string{"sh", "-c", `dd if=/dev/zero of="$ISOBENCH_SCRATCH/f" bs=1048576 count=16 2>/dev/null && sync`}, platform.ExecIO{}); err != nil {
+		t.Fatal(err)
+	}
+	fp1, err := in.Footprint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("storage=volume footprint: memory %d KiB, cpu %.3f s, disk %d -> %d KiB", fp1.MemoryBytes>>10, fp1.CPUSeconds, fp0.DiskBytes>>10, fp1.DiskBytes>>10)
+	if grew := fp1.DiskBytes - fp0.DiskBytes; grew < 15<<20 {
+		t.Errorf("disk grew %d KiB after 16 MiB written to the volume", grew>>10)
+	}
+	if fp1.MemoryBytes <= 0 || fp1.CPUSeconds <= 0 {
+		t.Errorf("footprint %+v", fp1)
+	}
+	if err := in.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s after Close: %v", d, err)
+		}
+	}
+	if _, err := in.Footprint(ctx); err == nil {
+		t.Error("a closed VM reported a footprint")
+	}
 }
