@@ -35,6 +35,41 @@ type Footprinter interface {
 	Footprint(ctx context.Context) (Footprint, error)
 }
 
+// CgroupUsage reads the memory (CgroupMemory) and CPU (CgroupCPU) charged
+// to an instance whose accounting cgroup directories are mem and cpu (the
+// same directory on cgroup v2), as a Footprint with those two set.
+func CgroupUsage(mem, cpu string) (Footprint, error) {
+	var fp Footprint
+	var err error
+	if fp.MemoryBytes, err = CgroupMemory(mem); err != nil {
+		return Footprint{}, err
+	}
+	if fp.CPUSeconds, err = CgroupCPU(cpu); err != nil {
+		return Footprint{}, err
+	}
+	return fp, nil
+}
+
+// DisksUsage is the DiskUsage of every path together, empty paths and
+// paths that do not exist (no volume, removed meanwhile) counting zero.
+func DisksUsage(paths ...string) (int64, error) {
+	var total int64
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		n, err := DiskUsage(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
 // CgroupMemory reads the memory charged to the cgroup directory dir (v1:
 // memory.usage_in_bytes less total_inactive_file; v2: memory.current less
 // inactive_file).

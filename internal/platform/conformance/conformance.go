@@ -1059,17 +1059,24 @@ func (s *suite) testFootprint(t *testing.T) {
 		t.Errorf("disk grew %d KiB after writing and syncing 16 MiB in the instance's scratch directory (from %d to %d bytes)", grew>>10, fp0.DiskBytes, fp1.DiskBytes)
 	}
 
-	// a shell spinning for about 3 s of wall time (then cancelled),
-	// measured while it runs; on a loaded host it still gets far more
-	// than the 0.1 s of CPU asked for
-	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	// a shell spinning, measured 2 s after it says it started (an exec
+	// can take seconds to start on a loaded host), then cancelled; it
+	// gets far more than the 0.1 s of CPU asked for
+	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	spun := make(chan struct{})
+	started := make(chan struct{})
+	spun := make(chan error, 1)
 	go func() {
-		defer close(spun)
-		inst.Exec(sctx, []string{"sh", "-c", "while :; do :; done"}, platform.ExecIO{})
+		spun <- inst.Exec(sctx, []string{"sh", "-c", "echo spinning; while :; do :; done"}, platform.ExecIO{Stdout: &firstWrite{c: started}})
 	}()
-	time.Sleep(2 * time.Second)
+	select {
+	case <-started:
+	case err := <-spun:
+		t.Fatalf("the spinning shell ended before it started: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the spinning shell never started")
+	}
+	time.Sleep(2 * time.Second) // the window measured, not a synchronisation
 	fp2, err := fper.Footprint(ctx)
 	cancel()
 	<-spun
@@ -1083,4 +1090,15 @@ func (s *suite) testFootprint(t *testing.T) {
 		t.Errorf("cpu grew %.3f s over 2 s of a spinning shell in the instance (from %.3f to %.3f)", used, fp1.CPUSeconds, fp2.CPUSeconds)
 	}
 	t.Logf("footprint while spinning: memory %d KiB, cpu %.3f s, disk %d KiB", fp2.MemoryBytes>>10, fp2.CPUSeconds, fp2.DiskBytes>>10)
+}
+
+// firstWrite closes c at its first write.
+type firstWrite struct {
+	c    chan struct{}
+	once sync.Once
+}
+
+func (w *firstWrite) Write(b []byte) (int, error) {
+	w.once.Do(func() { close(w.c) })
+	return len(b), nil
 }

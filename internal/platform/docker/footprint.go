@@ -50,12 +50,11 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, err
 	}
-	if fp.MemoryBytes, err = platform.CgroupMemory(memDir); err != nil {
+	use, err := platform.CgroupUsage(memDir, cpuDir)
+	if err != nil {
 		return fp, fmt.Errorf("docker %s: %w", in.name, err)
 	}
-	if fp.CPUSeconds, err = platform.CgroupCPU(cpuDir); err != nil {
-		return fp, fmt.Errorf("docker %s: %w", in.name, err)
-	}
+	fp.MemoryBytes, fp.CPUSeconds = use.MemoryBytes, use.CPUSeconds
 	fp.EnginePIDs = enginePIDs(in.id)
 	return fp, nil
 }

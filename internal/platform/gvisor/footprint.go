@@ -67,13 +67,11 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 			return fp, fmt.Errorf("gvisor: %w", err)
 		}
 	}
-	var err error
-	if fp.MemoryBytes, err = platform.CgroupMemory(mem); err != nil {
+	use, err := platform.CgroupUsage(mem, cpu)
+	if err != nil {
 		return fp, fmt.Errorf("gvisor %s: %w", in.ID(), err)
 	}
-	if fp.CPUSeconds, err = platform.CgroupCPU(cpu); err != nil {
-		return fp, fmt.Errorf("gvisor %s: %w", in.ID(), err)
-	}
+	fp.MemoryBytes, fp.CPUSeconds = use.MemoryBytes, use.CPUSeconds
 	if fp.DiskBytes, err = runc.InstanceDisk(in.Instance); err != nil {
 		return fp, fmt.Errorf("gvisor %s: %w", in.ID(), err)
 	}

@@ -42,10 +42,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, fmt.Errorf("k8s footprint: pod %s: %w", in.name, err)
 	}
-	if fp.MemoryBytes, err = platform.CgroupMemory(mem); err != nil {
-		return fp, fmt.Errorf("k8s footprint: pod %s: %w", in.name, err)
-	}
-	if fp.CPUSeconds, err = platform.CgroupCPU(cpu); err != nil {
+	if fp, err = platform.CgroupUsage(mem, cpu); err != nil {
 		return fp, fmt.Errorf("k8s footprint: pod %s: %w", in.name, err)
 	}
 
@@ -66,13 +63,8 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, fmt.Errorf("k8s footprint: pod %s: %w", in.name, err)
 	}
-	dirs := []string{upper, filepath.Join(rootDir, "pods", in.uid, "volumes", "kubernetes.io~empty-dir")}
-	for _, d := range dirs {
-		du, err := platform.DiskUsage(d)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fp, fmt.Errorf("k8s footprint: pod %s: %w", in.name, err)
-		}
-		fp.DiskBytes += du
+	if fp.DiskBytes, err = platform.DisksUsage(upper, filepath.Join(rootDir, "pods", in.uid, "volumes", "kubernetes.io~empty-dir")); err != nil {
+		return fp, fmt.Errorf("k8s footprint: pod %s: %w", in.name, err)
 	}
 
 	sock := in.p.containerdSocket()

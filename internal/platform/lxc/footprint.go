@@ -2,9 +2,7 @@ package lxc
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -36,21 +34,11 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	// a booted system's init sits in a cgroup of its own below the
 	// container's (init.scope): count the whole container, its services too
 	mem, cpu = containerCgroup(mem), containerCgroup(cpu)
-	if fp.MemoryBytes, err = platform.CgroupMemory(mem); err != nil {
+	if fp, err = platform.CgroupUsage(mem, cpu); err != nil {
 		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
 	}
-	if fp.CPUSeconds, err = platform.CgroupCPU(cpu); err != nil {
+	if fp.DiskBytes, err = platform.DisksUsage(filepath.Join(in.Dir, "upper"), filepath.Join(in.Dir, "volume")); err != nil {
 		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
-	}
-	for _, d := range []string{filepath.Join(in.Dir, "upper"), filepath.Join(in.Dir, "volume")} {
-		du, err := platform.DiskUsage(d)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // no volume
-		}
-		if err != nil {
-			return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
-		}
-		fp.DiskBytes += du
 	}
 	if in.Main != nil && in.Main.Process != nil {
 		fp.EnginePIDs = []int{in.Main.Process.Pid}

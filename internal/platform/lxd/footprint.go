@@ -60,10 +60,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	// a booted system's init sits in a cgroup of its own below the
 	// container's (init.scope): count the whole container, its services too
 	mem, cpu = payloadCgroup(mem, in.id), payloadCgroup(cpu, in.id)
-	if fp.MemoryBytes, err = platform.CgroupMemory(mem); err != nil {
-		return fp, fmt.Errorf("lxd %s: %w", in.id, err)
-	}
-	if fp.CPUSeconds, err = platform.CgroupCPU(cpu); err != nil {
+	if fp, err = platform.CgroupUsage(mem, cpu); err != nil {
 		return fp, fmt.Errorf("lxd %s: %w", in.id, err)
 	}
 	if fp.DiskBytes, err = in.rootDisk(ctx, st); err != nil {

@@ -90,22 +90,12 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return platform.Footprint{}, fmt.Errorf("qemu: %w", err)
 	}
-	var fp platform.Footprint
-	if fp.MemoryBytes, err = platform.CgroupMemory(memDir); err != nil {
+	fp, err := platform.CgroupUsage(memDir, cpuDir)
+	if err != nil {
 		return platform.Footprint{}, fmt.Errorf("qemu: %w", err)
 	}
-	if fp.CPUSeconds, err = platform.CgroupCPU(cpuDir); err != nil {
+	if fp.DiskBytes, err = platform.DisksUsage(in.disk, in.volume, in.runDir); err != nil {
 		return platform.Footprint{}, fmt.Errorf("qemu: %w", err)
-	}
-	for _, path := range []string{in.disk, in.volume, in.runDir} {
-		if path == "" {
-			continue
-		}
-		n, err := platform.DiskUsage(path)
-		if err != nil {
-			return platform.Footprint{}, fmt.Errorf("qemu: %w", err)
-		}
-		fp.DiskBytes += n
 	}
 	if in.cmd != nil && in.cmd.Process != nil {
 		fp.DiskBytes += unlinkedUnder(in.cmd.Process.Pid, in.runDir)

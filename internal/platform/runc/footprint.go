@@ -2,9 +2,7 @@ package runc
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,10 +26,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, fmt.Errorf("%s: %w", in.p.runtime, err)
 	}
-	if fp.MemoryBytes, err = platform.CgroupMemory(mem); err != nil {
-		return fp, fmt.Errorf("%s %s: %w", in.p.runtime, in.ID(), err)
-	}
-	if fp.CPUSeconds, err = platform.CgroupCPU(cpu); err != nil {
+	if fp, err = platform.CgroupUsage(mem, cpu); err != nil {
 		return fp, fmt.Errorf("%s %s: %w", in.p.runtime, in.ID(), err)
 	}
 	if fp.DiskBytes, err = InstanceDisk(in.Instance); err != nil {
@@ -103,21 +98,7 @@ func ContainerCgroup(dir, id string) string {
 // upper directory (the root file system's writes, the scratch directory
 // with storage=rootfs) and its volume (storage=volume).
 func InstanceDisk(in *local.Instance) (int64, error) {
-	var total int64
-	for _, d := range []string{filepath.Join(in.Dir, "upper"), in.Volume} {
-		if d == "" {
-			continue
-		}
-		n, err := platform.DiskUsage(d)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		total += n
-	}
-	return total, nil
+	return platform.DisksUsage(filepath.Join(in.Dir, "upper"), in.Volume)
 }
 
 func isDir(p string) bool {
