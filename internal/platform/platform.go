@@ -55,8 +55,12 @@ type Spec struct {
 	// them: the host reaches Address directly).
 	Ports   []int
 	Storage string // StorageRootfs (default) or StorageVolume
-	Extra   map[string]string
-	Labels  map[string]string
+	// Accounting says the caller will read the instance's Footprint: a
+	// platform that gives an unlimited instance no cgroup of its own
+	// (native) then makes one, without limits, to charge it to.
+	Accounting bool
+	Extra      map[string]string
+	Labels     map[string]string
 	// Main, when set, is the instance's main process (argv inside the
 	// instance; "{agent}" as argv[0] means the isobench agent). Its stdout
 	// goes to MainStdout. When unset the instance idles until closed.

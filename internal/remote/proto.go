@@ -137,16 +137,17 @@ type wireSpec struct {
 	Main       []string          `json:"main,omitempty"`
 	MainStdout bool              `json:"main_stdout,omitempty"`
 	Phase      bool              `json:"phase,omitempty"`
+	Accounting bool              `json:"accounting,omitempty"`
 }
 
 func toWire(s platform.Spec) *wireSpec {
 	return &wireSpec{Name: s.Name, Image: s.Image, CPUs: s.CPUs, Memory: s.Memory, Network: s.Network, Ports: s.Ports,
-		Storage: s.Storage, Extra: s.Extra, Labels: s.Labels, Main: s.Main, MainStdout: s.MainStdout != nil, Phase: s.Phase != nil}
+		Storage: s.Storage, Extra: s.Extra, Labels: s.Labels, Main: s.Main, MainStdout: s.MainStdout != nil, Phase: s.Phase != nil, Accounting: s.Accounting}
 }
 
 func (w *wireSpec) spec() platform.Spec {
 	return platform.Spec{Name: w.Name, Image: w.Image, CPUs: w.CPUs, Memory: w.Memory, Network: w.Network, Ports: w.Ports,
-		Storage: w.Storage, Extra: w.Extra, Labels: w.Labels, Main: w.Main}
+		Storage: w.Storage, Extra: w.Extra, Labels: w.Labels, Main: w.Main, Accounting: w.Accounting}
 }
 
 // Error kinds that survive the wire, so errors.Is and errors.As work on

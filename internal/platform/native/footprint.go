@@ -14,7 +14,8 @@ var _ platform.Footprinter = (*Instance)(nil)
 
 // Footprint reads the instance's cgroup (memory, CPU) and the size of its
 // scratch directory. Native has no engine, so EnginePIDs is empty. Only an
-// instance created with cpus or memory has a cgroup; without one there is
+// instance created with cpus or memory, or with Spec.Accounting (the
+// footprint workload asks for it), has a cgroup; without one there is
 // nothing to attribute memory and CPU to, and Footprint says so.
 func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if in.cg == nil {

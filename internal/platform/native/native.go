@@ -79,7 +79,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instan
 		return nil, fmt.Errorf("native: %w", err)
 	}
 	in := &Instance{p: p, spec: s, dir: dir, done: make(chan struct{}), created: map[string]bool{}}
-	if s.CPUs > 0 || s.Memory > 0 {
+	if s.CPUs > 0 || s.Memory > 0 || s.Accounting {
 		g, err := cgroup.New(filepath.Base(dir), cgroup.Limits{CPUs: s.CPUs, Memory: s.Memory})
 		if err != nil {
 			os.RemoveAll(dir)

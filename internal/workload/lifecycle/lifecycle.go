@@ -148,6 +148,7 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 	// one at a time, so each startup's CPU is its own
 	svc := p.Str("service")
 	base := env.Base
+	base.Accounting = true
 	if svc != "none" {
 		if base.Image, err = service.EnsureImage(ctx, env.Platform, base.Image); err != nil {
 			return nil, fmt.Errorf("footprint: %w", err)

@@ -153,8 +153,17 @@ func TestFootprintNative(t *testing.T) {
 	p := newNative(t)
 	// with a limit, native instances have a cgroup to account them in
 	footprintPair(t, hostEnv(p, platform.Spec{Memory: 64 << 30}, "native", 1), false)
-	// without one, footprint says why it cannot work
-	_, err := runDef(t, Footprint, map[string]string{"window": "100ms"}, hostEnv(p, platform.Spec{}, "native", 1))
+	// without one, footprint asks for an accounting cgroup (study 002's
+	// native baseline has no limits)
+	footprintPair(t, hostEnv(p, platform.Spec{}, "native", 1), false)
+	// an instance created with neither has nothing to account in, and
+	// its Footprint says so
+	in, err := p.Create(t.Context(), platform.Spec{Name: "lctest-native-plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = in.(platform.Footprinter).Footprint(t.Context())
+	in.Close(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "cgroup") {
 		t.Errorf("native without a cgroup: err = %v, want one naming the cgroup", err)
 	}
