@@ -1,0 +1,69 @@
+package nspawn
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/isobench/isobench/internal/platform"
+)
+
+var _ platform.Footprinter = (*Instance)(nil)
+
+// Footprint reads the cgroup isobench made for the instance (memory,
+// CPU), the overlay's upper directory and the volume for the disk it
+// added, and gives the systemd-nspawn process isobench started, the
+// container's monitor, as the engine: nspawn has no daemon, and with
+// --register=no systemd-machined is not involved.
+//
+// The whole group is counted: nspawn's "payload" and "supervisor"
+// sub-cgroups, and a booted system's init.scope and service cgroups below
+// them, are inside it, and memory and cpuacct usage are hierarchical.
+func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
+	var fp platform.Footprint
+	if in.Closed() || in.cg == nil || in.cg.g == nil {
+		return fp, fmt.Errorf("nspawn: instance %s is closed", in.ID())
+	}
+	mem, cpu, err := accountingDirs(in.cg.g.Dirs())
+	if err != nil {
+		return fp, fmt.Errorf("nspawn %s: %w", in.ID(), err)
+	}
+	if fp, err = platform.CgroupUsage(mem, cpu); err != nil {
+		return fp, fmt.Errorf("nspawn %s: %w", in.ID(), err)
+	}
+	if fp.DiskBytes, err = platform.DisksUsage(filepath.Join(in.Dir, "upper"), in.Volume); err != nil {
+		return fp, fmt.Errorf("nspawn %s: %w", in.ID(), err)
+	}
+	if in.Main != nil && in.Main.Process != nil && !in.Ended() {
+		// "isobench agent cgexec", unshare (without --fork) and sh all
+		// exec the next one: this pid is systemd-nspawn's
+		fp.EnginePIDs = []int{in.Main.Process.Pid}
+	}
+	return fp, nil
+}
+
+// accountingDirs picks, among a cgroup.Group's directories, the one with
+// memory accounting and the one with CPU accounting (v1: the memory and
+// cpuacct hierarchies, cpuacct possibly co-mounted with cpu; v2: the one
+// unified directory).
+func accountingDirs(dirs []string) (mem, cpu string, err error) {
+	for _, d := range dirs {
+		if mem == "" && exists(filepath.Join(d, "memory.stat")) {
+			mem = d
+		}
+		if cpu == "" && (exists(filepath.Join(d, "cpuacct.usage")) ||
+			exists(filepath.Join(d, "cpu.stat")) && exists(filepath.Join(d, "memory.current"))) {
+			cpu = d
+		}
+	}
+	if mem == "" || cpu == "" {
+		return "", "", fmt.Errorf("the instance's cgroup (%v) has no memory or CPU accounting", dirs)
+	}
+	return mem, cpu, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
