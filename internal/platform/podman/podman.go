@@ -4,6 +4,9 @@
 // Images are imported (`podman import`) from a tar of the image profile's
 // root file system, tagged with the builder's content digest, so an image
 // is reused exactly when its content would not change; nothing is pulled.
+// The debian profile is a base image of the Debian tree (imported once per
+// Debian content) with the agent committed on top as a small layer, so an
+// agent rebuild does not import Debian again (image.go).
 //
 // Two host quirks are handled here rather than in containers.conf:
 //   - Podman's default ulimits (nofile and nproc of 1048576 or so) cannot be
@@ -232,8 +235,16 @@ func (p *Platform) image(ctx context.Context, profile string) (string, error) {
 		return "", fmt.Errorf("podman image %s: %w", profile, err)
 	}
 	ref := ImageRepo(profile) + ":" + digest
-	if err := exec.CommandContext(ctx, "podman", "image", "exists", ref).Run(); err != nil {
-		if err := p.importImage(ctx, b, profile, ref); err != nil {
+	if !imageExists(ctx, ref) {
+		if profile == image.Debian {
+			// the Debian tree imported once per Debian content as a base
+			// image, the agent a layer on top (image.go): an agent
+			// rebuild adds megabytes, not a second copy of Debian
+			err = p.layerAgent(ctx, b, profile, ref)
+		} else {
+			err = p.importImage(ctx, b.BuildRootfs, profile, ref)
+		}
+		if err != nil {
 			return "", err
 		}
 	}
@@ -244,9 +255,9 @@ func (p *Platform) image(ctx context.Context, profile string) (string, error) {
 	return ref, nil
 }
 
-// importImage builds the profile's root file system in a temporary
-// directory and streams it as a tar into `podman import`.
-func (p *Platform) importImage(ctx context.Context, b image.Builder, profile, ref string) error {
+// importImage builds the profile's root file system with build in a
+// temporary directory and streams it as a tar into `podman import`.
+func (p *Platform) importImage(ctx context.Context, build func(ctx context.Context, profile, dir string) error, profile, ref string) error {
 	if p.env.StateDir == "" {
 		return errors.New("podman image: no state directory to build the root file system in")
 	}
@@ -258,7 +269,7 @@ func (p *Platform) importImage(ctx context.Context, b image.Builder, profile, re
 		return fmt.Errorf("podman image: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := b.BuildRootfs(ctx, profile, tmp); err != nil {
+	if err := build(ctx, profile, tmp); err != nil {
 		return fmt.Errorf("podman image %s: %w", ref, err)
 	}
 	fmt.Fprintf(p.log(), "podman: importing image %s\n", ref)

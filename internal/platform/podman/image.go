@@ -1,0 +1,86 @@
+package podman
+
+import (
+	"archive/tar"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/isobench/isobench/internal/image"
+	"github.com/isobench/isobench/internal/platform"
+)
+
+// baseProfile names the repository of a profile's agent-less base image.
+func baseProfile(profile string) string { return profile + "-base" }
+
+// imageExists reports whether podman has the image ref.
+func imageExists(ctx context.Context, ref string) bool {
+	return exec.CommandContext(ctx, "podman", "image", "exists", ref).Run() == nil
+}
+
+// layerAgent makes ref (the debian profile with this agent) from the
+// profile's base image, the Debian tree without the agent (imported when
+// its content digest is missing), plus one layer holding the agent: a
+// container of the base gets the agent copied in and is committed.
+func (p *Platform) layerAgent(ctx context.Context, b image.Builder, profile, ref string) error {
+	baseDigest, err := image.DebianBaseDigest(ctx)
+	if err != nil {
+		return fmt.Errorf("podman image %s: %w", profile, err)
+	}
+	base := ImageRepo(baseProfile(profile)) + ":" + baseDigest
+	if !imageExists(ctx, base) {
+		build := func(ctx context.Context, _, dir string) error { return b.BuildDebianBaseRootfs(ctx, dir) }
+		if err := p.importImage(ctx, build, baseProfile(profile), base); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(p.log(), "podman: adding the agent to %s as %s\n", base, ref)
+	name := containerName("agent-layer")
+	out, err := podman(ctx, nil, "create", "--name", name, "--label", platform.Label+"=1", base, image.AgentPath)
+	if err != nil {
+		return fmt.Errorf("podman image %s: %w", ref, err)
+	}
+	id := strings.TrimSpace(out)
+	defer podman(context.WithoutCancel(ctx), nil, "rm", "--force", id)
+	f, err := os.Open(b.AgentBinary)
+	if err != nil {
+		return fmt.Errorf("podman image %s: %w", ref, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("podman image %s: %w", ref, err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(oneFileTar(pw, strings.TrimPrefix(image.AgentPath, "/"), 0o755, st, f))
+	}()
+	defer pr.Close()
+	// a tar on stdin: root-owned and executable whatever the host file is
+	if _, err := podman(ctx, pr, "cp", "-", id+":/"); err != nil {
+		return fmt.Errorf("podman image %s: adding the agent: %w", ref, err)
+	}
+	if _, err := podman(ctx, nil, "commit", "--quiet", "--change", "LABEL "+platform.Label+"=1", id, ref); err != nil {
+		return fmt.Errorf("podman image %s: commit: %w", ref, err)
+	}
+	return nil
+}
+
+// oneFileTar writes a tar holding one regular file at name (owned by
+// root, with mode), its content read from r.
+func oneFileTar(w io.Writer, name string, mode int64, st os.FileInfo, r io.Reader) error {
+	tw := tar.NewWriter(w)
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: st.Size(), ModTime: st.ModTime(), Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if n, err := io.Copy(tw, r); err != nil {
+		return err
+	} else if n != st.Size() {
+		return fmt.Errorf("agent binary changed while copying (%d of %d bytes)", n, st.Size())
+	}
+	return tw.Close()
+}
