@@ -3,6 +3,8 @@ package nspawn
 import (
 	"context"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,4 +81,63 @@ func TestSystemConformance(t *testing.T) {
 		},
 		Timeout: 5 * time.Minute,
 	})
+}
+
+// TestSystemFootprintCountsServices: a booted system's processes (systemd,
+// journald, D-Bus... in the sub-cgroups systemd and nspawn make) all sit
+// at or below the cgroup Footprint reads, so its services are counted.
+func TestSystemFootprintCountsServices(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a system")
+	}
+	agent := conformance.BuildAgent(t)
+	state := conformance.SystemStateDir()
+	p := newSystem(t, agent, state)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	if err := p.Available(ctx); err != nil {
+		conformance.SkipUnlessRequired(t, "nspawn", err)
+	}
+	inst, err := p.Create(ctx, platform.Spec{Image: image.Debian, Network: platform.NetNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close(context.Background())
+	in := inst.(*Instance)
+	fp, err := in.Footprint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, cpu, err := accountingDirs(in.cg.g.Dirs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var walk func(pid int)
+	walk = func(pid int) {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		names = append(names, strings.TrimSpace(string(comm)))
+		m, c, err := platform.ProcessCgroups(pid)
+		if err != nil {
+			t.Errorf("pid %d (%s): %v", pid, comm, err)
+		} else if !under(m, mem) || !under(c, cpu) {
+			t.Errorf("pid %d (%s) is in %s and %s, outside the counted %s and %s", pid, strings.TrimSpace(string(comm)), m, c, mem, cpu)
+		}
+		for _, c := range children(pid) {
+			walk(c)
+		}
+	}
+	walk(in.leader)
+	if !slices.Contains(names, "systemd-journal") {
+		t.Errorf("no journald among the system's processes %v", names)
+	}
+	if fp.MemoryBytes <= 0 || fp.CPUSeconds <= 0 || len(fp.EnginePIDs) != 1 {
+		t.Errorf("footprint %+v", fp)
+	}
+	t.Logf("booted system: %d processes %v, memory %d KiB, cpu %.3f s, disk %d KiB", len(names), names, fp.MemoryBytes>>10, fp.CPUSeconds, fp.DiskBytes>>10)
+}
+
+// under reports whether dir is base or below it.
+func under(dir, base string) bool {
+	return dir == base || strings.HasPrefix(dir, base+"/")
 }
