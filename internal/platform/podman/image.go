@@ -3,11 +3,13 @@ package podman
 import (
 	"archive/tar"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
@@ -15,6 +17,54 @@ import (
 
 // baseProfile names the repository of a profile's agent-less base image.
 func baseProfile(profile string) string { return profile + "-base" }
+
+// staleAge is how old an isobench image that is no longer current must be
+// before it is removed: a run started just before may be about to use a
+// younger one (as for Docker).
+const staleAge = time.Hour
+
+// podmanImage is the part of `podman images --format json` used here.
+type podmanImage struct {
+	Names   []string
+	Created int64
+}
+
+// staleImages picks from imgs the references other than keep of images
+// created at least staleAge before now.
+func staleImages(imgs []podmanImage, keep string, now time.Time) []string {
+	var out []string
+	for _, im := range imgs {
+		if now.Sub(time.Unix(im.Created, 0)) < staleAge {
+			continue
+		}
+		for _, ref := range im.Names {
+			if ref != keep {
+				out = append(out, ref)
+			}
+		}
+	}
+	return out
+}
+
+// pruneStale removes profile's images other than keep that are older than
+// staleAge. Without --force podman refuses to remove an image a container
+// uses; failures are not errors (the next new image tries again). Every
+// agent rebuild used to leave a whole Debian image (~670 MB) behind.
+func (p *Platform) pruneStale(ctx context.Context, profile, keep string) {
+	out, err := podman(ctx, nil, "images", "--format", "json", "--filter", "reference="+ImageRepo(profile))
+	if err != nil {
+		return
+	}
+	var imgs []podmanImage
+	if json.Unmarshal([]byte(out), &imgs) != nil {
+		return
+	}
+	for _, ref := range staleImages(imgs, keep, time.Now()) {
+		if _, err := podman(ctx, nil, "rmi", ref); err == nil {
+			fmt.Fprintf(p.log(), "podman: removed the stale image %s\n", ref)
+		}
+	}
+}
 
 // imageExists reports whether podman has the image ref.
 func imageExists(ctx context.Context, ref string) bool {
@@ -36,6 +86,7 @@ func (p *Platform) layerAgent(ctx context.Context, b image.Builder, profile, ref
 		if err := p.importImage(ctx, build, baseProfile(profile), base); err != nil {
 			return err
 		}
+		p.pruneStale(ctx, baseProfile(profile), base)
 	}
 	fmt.Fprintf(p.log(), "podman: adding the agent to %s as %s\n", base, ref)
 	name := containerName("agent-layer")

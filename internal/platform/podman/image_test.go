@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
@@ -146,5 +147,19 @@ func TestOneFileTar(t *testing.T) {
 	f.Seek(2, io.SeekStart)
 	if err := oneFileTar(io.Discard, "x", 0o755, st, f); err == nil {
 		t.Error("short read accepted")
+	}
+}
+
+// Only images older than staleAge are stale, and never the current one.
+func TestStaleImages(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	imgs := []podmanImage{
+		{Names: []string{"localhost/isobench/debian:old"}, Created: now.Add(-2 * time.Hour).Unix()},
+		{Names: []string{"localhost/isobench/debian:young"}, Created: now.Add(-10 * time.Minute).Unix()},
+		{Names: []string{"localhost/isobench/debian:current"}, Created: now.Add(-3 * time.Hour).Unix()},
+	}
+	got := staleImages(imgs, "localhost/isobench/debian:current", now)
+	if len(got) != 1 || got[0] != "localhost/isobench/debian:old" {
+		t.Fatalf("stale %v, want only the old one", got)
 	}
 }

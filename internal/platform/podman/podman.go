@@ -247,6 +247,7 @@ func (p *Platform) image(ctx context.Context, profile string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		p.pruneStale(ctx, profile, ref)
 	}
 	if p.refs == nil {
 		p.refs = map[string]string{}
