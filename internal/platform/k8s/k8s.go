@@ -553,29 +553,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 // CopyIn implements platform.Instance: the file goes in as the stdin of a
 // shell inside the pod (head -c its size, so no stdin EOF is needed).
 func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
-	if !strings.HasPrefix(guestPath, "/") {
-		return fmt.Errorf("k8s copy: guest path %q must be absolute", guestPath)
-	}
-	f, err := os.Open(hostPath)
-	if err != nil {
-		return fmt.Errorf("k8s copy: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("k8s copy: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("k8s copy: %s is not a regular file", hostPath)
-	}
-	script := `set -e; d=$(dirname "$1"); mkdir -p "$d"; t="$1.isobench-tmp"; head -c "$2" > "$t"; ` +
-		`n=$(wc -c < "$t"); [ "$n" -eq "$2" ] || { rm -f "$t"; echo "short copy: $n of $2 bytes" >&2; exit 1; }; chmod "$3" "$t"; mv -f "$t" "$1"`
-	var errb strings.Builder
-	argv := []string{"/bin/sh", "-c", script, "sh", guestPath, fmt.Sprint(st.Size()), fmt.Sprintf("%o", mode&0o7777)}
-	if err := in.Exec(ctx, argv, platform.ExecIO{Stdin: f, Stderr: &errb}); err != nil {
-		return fmt.Errorf("k8s copy %s to %s:%s: %w (%s)", hostPath, in.name, guestPath, err, strings.TrimSpace(errb.String()))
-	}
-	return nil
+	return platform.CopyIn(ctx, in.Exec, "k8s "+in.name, hostPath, guestPath, mode)
 }
 
 // isLocalIP says whether ip is an address of one of this host's interfaces.

@@ -78,22 +78,6 @@ func WaitExit(ctx context.Context, done <-chan struct{}, mainErr *error, closedI
 // ExecFunc is an instance's Exec.
 type ExecFunc func(ctx context.Context, argv []string, stdio platform.ExecIO) error
 
-// CopyIn writes the host file to guestPath with mode by running the
-// CopyInArgv script through exec with the file as its stdin (so the file
-// also lands in a volume mounted in the instance). what prefixes errors.
-func CopyIn(ctx context.Context, exec ExecFunc, what, hostPath, guestPath string, mode uint32) error {
-	f, err := os.Open(hostPath)
-	if err != nil {
-		return fmt.Errorf("%s: copy in: %w", what, err)
-	}
-	defer f.Close()
-	var errb TailBuffer
-	if err := exec(ctx, CopyInArgv(guestPath, mode), platform.ExecIO{Stdin: f, Stderr: &errb}); err != nil {
-		return fmt.Errorf("%s: copy in %s: %w: %s", what, guestPath, err, errb.String())
-	}
-	return nil
-}
-
 // RemoveCommand runs argv, a host command that deletes something, as a
 // Teardown step would: output saying the thing does not exist ("not
 // exist", "not found") counts as success. what names the command in the

@@ -195,12 +195,6 @@ func MainArgv(s platform.Spec) []string {
 	return []string{image.AgentPath, "agent", "idle"}
 }
 
-// CopyInArgv is a busybox shell command that writes its stdin to guest
-// with mode, creating parent directories.
-func CopyInArgv(guest string, mode uint32) []string {
-	return []string{"sh", "-c", `mkdir -p "$(dirname "$1")" && cat > "$1" && chmod "$2" "$1"`, "sh", guest, strconv.FormatUint(uint64(mode&0o7777), 8)}
-}
-
 // Descendants lists the pids of pid's descendants, deepest last.
 func Descendants(pid int) []int {
 	children := map[int][]int{}
@@ -352,31 +346,6 @@ func ExitStatus(err error) (int, error) {
 	return -1, err
 }
 
-// TailBuffer is a concurrency-safe writer that keeps the last 4 KiB, for
-// engine error messages.
-type TailBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-// Write implements io.Writer.
-func (t *TailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 4096 {
-		t.b = append([]byte(nil), t.b[len(t.b)-4096:]...)
-	}
-	return len(p), nil
-}
-
-// String returns the kept text, trimmed.
-func (t *TailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
-}
-
 // TestStateDir is the state directory the tests of the packages using this
 // one share, so that their bridge leases (kept per state directory by
 // hostnet) do not collide when the packages are tested in parallel. It
@@ -393,4 +362,12 @@ func TestStateDir() string {
 		}
 	}
 	return dir
+}
+
+// TailBuffer is platform.TailBuffer (kept here for this package's users).
+type TailBuffer = platform.TailBuffer
+
+// CopyIn is platform.CopyIn.
+func CopyIn(ctx context.Context, exec ExecFunc, what, hostPath, guestPath string, mode uint32) error {
+	return platform.CopyIn(ctx, exec, what, hostPath, guestPath, mode)
 }

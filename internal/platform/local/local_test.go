@@ -28,22 +28,6 @@ func TestArgv(t *testing.T) {
 	if m := MainArgv(platform.Spec{}); strings.Join(m, " ") != "/usr/local/bin/isobench agent idle" {
 		t.Errorf("MainArgv %q", m)
 	}
-	// the copy-in script works with a host shell too
-	dir := t.TempDir()
-	dst := filepath.Join(dir, "a b", "c")
-	argv := CopyInArgv(dst, 0o640)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin = strings.NewReader("content")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	st, err := os.Stat(dst)
-	if err != nil || st.Mode().Perm() != 0o640 {
-		t.Fatalf("stat %v %v", st, err)
-	}
-	if b, _ := os.ReadFile(dst); string(b) != "content" {
-		t.Errorf("content %q", b)
-	}
 }
 
 func TestProcessTree(t *testing.T) {

@@ -638,16 +638,7 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 // CopyIn writes the host file into the container through exec (so it
 // also lands in a volume mounted there).
 func (in *Instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode uint32) error {
-	f, err := os.Open(hostPath)
-	if err != nil {
-		return fmt.Errorf("lxd: copy in: %w", err)
-	}
-	defer f.Close()
-	var errb local.TailBuffer
-	if err := in.Exec(ctx, local.CopyInArgv(guestPath, mode), platform.ExecIO{Stdin: f, Stderr: &errb}); err != nil {
-		return fmt.Errorf("lxd: copy in %s: %w: %s", guestPath, err, errb.String())
-	}
-	return nil
+	return local.CopyIn(ctx, in.Exec, "lxd", hostPath, guestPath, mode)
 }
 
 // Wait waits for the main process's exit status; an idle instance's Wait
