@@ -24,6 +24,12 @@
 // containers: DropCaps dropped and the common seccomp denylist
 // (SeccompPolicy); lxc-attach runs commands with both.
 //
+// Names (names.go): on the bridge, which has no route out and no DNS
+// server, the container's /etc/resolv.conf names only the loopback (the
+// host's nameservers, copied into image trees, would make every lookup
+// wait 10 s) and /etc/hosts maps its host name to its lease, as Docker's
+// bridge and lxc-net's dnsmasq give a name lookup an answer at once.
+//
 // Cgroups: lxc.cgroup.* (v1) or lxc.cgroup2.* (v2) set the CFS quota and
 // memory limit; lxc.mount.auto cgroup:ro:force mounts the container's
 // cgroup namespace at /sys/fs/cgroup so it sees its own limits ("force":
