@@ -245,6 +245,11 @@ func (h *Host) Begin(ctx context.Context, s platform.Spec, su Setup, e Engine) (
 			}
 		}
 	}
+	// the names and resolver an instance on the bridge or without a
+	// network can use (names.go)
+	if err := WriteNames(in.Overlay.Merged, in.Network, in.Addr, Hostname, id); err != nil {
+		return nil, fmt.Errorf("%s: %w", h.name, err)
+	}
 	if su.PhaseFIFO {
 		in.PhaseFIFO = filepath.Join(in.Dir, "phases")
 		if err := syscall.Mkfifo(in.PhaseFIFO, 0o600); err != nil {

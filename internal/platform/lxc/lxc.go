@@ -153,7 +153,7 @@ type containerConfig struct {
 func config(s platform.Spec, c containerConfig) string {
 	var b strings.Builder
 	set := func(k, v string) { fmt.Fprintf(&b, "%s = %s\n", k, v) }
-	set("lxc.uts.name", Hostname)
+	set("lxc.uts.name", local.Hostname)
 	set("lxc.rootfs.path", "dir:"+c.rootfs)
 	set("lxc.autodev", "1")
 	if c.system {
@@ -242,9 +242,6 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		c.gateway = in.Bridge.Gateway()
 		c.bridge = in.Bridge.Name
 		c.veth = local.VethName(id)
-	}
-	if err := writeNames(in.Overlay.Merged, in.Network, in.Addr); err != nil {
-		return nil, err
 	}
 	c.seccomp = filepath.Join(in.Dir, "seccomp")
 	if err := os.WriteFile(c.seccomp, []byte(SeccompPolicy), 0o600); err != nil {

@@ -136,6 +136,11 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	case in.Netns != nil:
 		args = append(args, "--network-namespace-path="+in.Netns.Path())
 	}
+	if in.Network != platform.NetHost {
+		// the resolver the skeleton wrote (local.NoResolver): nspawn's
+		// default copies the host's, unreachable from the bridge, over it
+		args = append(args, "--resolv-conf=off")
+	}
 	if in.Volume != "" {
 		args = append(args, "--bind="+in.Volume+":"+platform.ScratchDir)
 	}

@@ -117,7 +117,7 @@ func ociConfig(s platform.Spec, b bundleConfig) (*specs.Spec, error) {
 			NoNewPrivileges: true,
 		},
 		Root:     &specs.Root{Path: b.rootfs},
-		Hostname: "isobench",
+		Hostname: local.Hostname,
 		Mounts:   mounts,
 		Hooks:    b.hooks,
 		Linux: &specs.Linux{
