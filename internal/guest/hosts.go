@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
+
+	"github.com/isobench/isobench/internal/platform"
 )
 
 // HostsFile is the guest's hosts file, where init names the VM.
@@ -79,4 +82,28 @@ func hostAddr(prefix string) string {
 		return ""
 	}
 	return p.Addr().String()
+}
+
+// ResolvFile is the guest's resolver configuration.
+const ResolvFile = "/etc/resolv.conf"
+
+// noResolver replaces the resolver configuration at path with
+// platform.NoResolver: a VM is on the host-only isobench bridge or has no
+// network, so the nameservers an image copied from the host cannot be
+// reached, and every lookup of a name not in /etc/hosts (a client's
+// address, a peer's) would wait 2 x 5 s for them. A symbolic link there is
+// replaced, not written through.
+func noResolver(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("resolver: %w", err)
+	}
+	tmp := path + ".isobench"
+	if err := os.WriteFile(tmp, []byte(platform.NoResolver), 0o644); err != nil {
+		return fmt.Errorf("resolver: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("resolver: %w", err)
+	}
+	return nil
 }

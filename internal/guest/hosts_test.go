@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/isobench/isobench/internal/platform"
 )
 
 // The VM's name is added to the image's hosts file once, at eth0's
@@ -63,5 +65,30 @@ func TestHostAddr(t *testing.T) {
 		if got := hostAddr(in); got != want {
 			t.Errorf("hostAddr(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The VM's resolver is replaced by the loopback one, also through a
+// symbolic link, which is replaced and not written through.
+func TestNoResolver(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "resolv.conf")
+	os.WriteFile(target, []byte("nameserver 192.0.2.53\n"), 0o644)
+	path := filepath.Join(dir, "resolv.conf")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := noResolver(path); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != platform.NoResolver {
+		t.Errorf("resolv.conf %q", b)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "nameserver 192.0.2.53\n" {
+		t.Errorf("written through the link: %q", b)
+	}
+	// an initramfs root may have no /etc yet
+	if err := noResolver(filepath.Join(dir, "etc", "resolv.conf")); err != nil {
+		t.Fatal(err)
 	}
 }

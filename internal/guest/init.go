@@ -131,6 +131,9 @@ func initMain(ctx context.Context, log io.Writer) error {
 			warns = append(warns, err.Error())
 		}
 	}
+	if err := noResolver(ResolvFile); err != nil {
+		warns = append(warns, err.Error())
+	}
 	if err := setupNetwork(p[ParamIP], p[ParamGateway]); err != nil {
 		return err
 	}

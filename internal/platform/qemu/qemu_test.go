@@ -212,6 +212,11 @@ func TestBootPhases(t *testing.T) {
 		if !strings.Contains(out.String(), "/dev/vda /isobench-scratch ext4") {
 			t.Errorf("scratch disk not mounted: %q", out.String())
 		}
+		// no nameserver is reachable from a VM: lookups must fail at once
+		out.Reset()
+		if err := inst.Exec(ctx, []string{"cat", "/etc/resolv.conf"}, platform.ExecIO{Stdout: &out}); err != nil || out.String() != platform.NoResolver {
+			t.Errorf("guest resolv.conf %q (%v), want platform.NoResolver", out.String(), err)
+		}
 		if err := inst.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
