@@ -64,6 +64,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/hostnet"
+	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
 )
 
@@ -712,31 +713,13 @@ func mountsUnder(dir string) []string {
 		if len(f) < 5 {
 			continue
 		}
-		mp := unescape(f[4])
+		mp := platform.UnescapeMount(f[4])
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {
 			out = append(out, mp)
 		}
 	}
 	sort.Strings(out)
 	return out
-}
-
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 func unmount(path string) error {

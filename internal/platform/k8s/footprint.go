@@ -164,29 +164,10 @@ func overlayUpper(line, id string) (string, bool) {
 	}
 	for _, o := range strings.Split(g[2], ",") {
 		if v, ok := strings.CutPrefix(o, "upperdir="); ok {
-			return unescapeMount(v), true
+			return platform.UnescapeMount(v), true
 		}
 	}
 	return "", false
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // podShim is the containerd shim serving the pod: the nearest ancestor

@@ -77,7 +77,7 @@ func asExit(err error, ee **platform.ExitError) bool {
 }
 
 func TestUnescapeAndMounts(t *testing.T) {
-	if got := unescape(`/a\040b\134c`); got != `/a b\c` {
+	if got := platform.UnescapeMount(`/a\040b\134c`); got != `/a b\c` {
 		t.Errorf("unescape %q", got)
 	}
 	if m := MountsUnder("/proc"); len(m) == 0 || m[0] != "/proc" {

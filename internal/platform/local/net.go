@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/hostnet"
+	"github.com/isobench/isobench/internal/platform"
 )
 
 // NetnsDir is where `ip netns` keeps named network namespaces.
@@ -193,29 +194,10 @@ func MountsUnder(dir string) []string {
 		if len(f) < 5 {
 			continue
 		}
-		mp := unescape(f[4])
+		mp := platform.UnescapeMount(f[4])
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {
 			out = append(out, mp)
 		}
 	}
 	return out
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space...).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
