@@ -38,8 +38,10 @@ package lxc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -367,8 +369,9 @@ func (in *Instance) Stop(ctx context.Context) {
 	exec.CommandContext(ctx, "lxc-stop", "-n", in.ID(), "-P", in.p.lxcpath, "-k").Run()
 }
 
-// Remove implements local.Engine: the veth LXC made and the container
-// directory (not lxc-destroy, which would empty the rootfs directory).
+// Remove implements local.Engine: the veth LXC made, the container
+// directory (not lxc-destroy, which would empty the rootfs directory) and
+// LXC's cgroups for the container when its monitor did not remove them.
 func (in *Instance) Remove(ctx context.Context) error {
 	return local.Teardown(
 		func() error {
@@ -378,7 +381,35 @@ func (in *Instance) Remove(ctx context.Context) error {
 			return hostnet.DeleteLink(ctx, local.VethName(in.ID()))
 		},
 		local.RemoveAll(filepath.Join(in.p.lxcpath, in.ID())),
+		func() error { return removeCgroups(in.ID()) },
 	)
+}
+
+// removeCgroups removes what is left of LXC's cgroups for container id
+// (lxc.payload.ID, lxc.monitor.ID and their children, deepest first, on
+// every hierarchy). LXC's monitor removes them when the container stops;
+// one that was killed leaves them behind. They are empty once the
+// container has ended; one that is not stays, and says why.
+func removeCgroups(id string) error {
+	var dirs []string
+	for _, pat := range []string{"/sys/fs/cgroup/*/lxc.*." + id, "/sys/fs/cgroup/lxc.*." + id} {
+		m, _ := filepath.Glob(pat)
+		for _, d := range m {
+			filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+				if err == nil && e.IsDir() {
+					dirs = append(dirs, p)
+				}
+				return nil
+			})
+		}
+	}
+	var errs []error
+	for i := len(dirs) - 1; i >= 0; i-- { // children after their parents in a walk
+		if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("lxc: cgroup %s: %w", dirs[i], err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Leftovers lists what LXC instances left on this host: container
