@@ -36,6 +36,9 @@ type Limits struct {
 type Group struct {
 	dirs []string // v1: cpu, memory dirs; v2: one dir
 	v    int
+	// the directories charging memory and CPU time (v2: the one dir; v1:
+	// the memory hierarchy's, and cpuacct's or, co-mounted, cpu's)
+	mem, cpuacct string
 }
 
 const period = 100000
@@ -62,6 +65,7 @@ func New(name string, l Limits) (*Group, error) {
 			return nil, fmt.Errorf("cgroup: %w", err)
 		}
 		g.dirs = []string{dir}
+		g.mem, g.cpuacct = dir, dir
 		if l.CPUs > 0 {
 			if err := write(dir, "cpu.max", fmt.Sprintf("%d %d", int64(l.CPUs*period), period)); err != nil {
 				return fail(err)
@@ -91,7 +95,10 @@ func New(name string, l Limits) (*Group, error) {
 		}
 		g.dirs = append(g.dirs, dir)
 		switch ctl {
+		case "cpuacct": // mounted apart from cpu: it charges the CPU time
+			g.cpuacct = dir
 		case "cpu":
+			g.cpuacct = dir // co-mounted as cpu,cpuacct, or until cpuacct's
 			if l.CPUs > 0 {
 				if err := write(dir, "cpu.cfs_period_us", strconv.Itoa(period)); err != nil {
 					return fail(err)
@@ -101,6 +108,7 @@ func New(name string, l Limits) (*Group, error) {
 				}
 			}
 		case "memory":
+			g.mem = dir
 			if l.Memory > 0 {
 				if err := write(dir, "memory.limit_in_bytes", strconv.FormatInt(l.Memory, 10)); err != nil {
 					return fail(err)
@@ -129,6 +137,11 @@ func (g *Group) ProcsFiles() []string {
 
 // Dirs are the group's directories.
 func (g *Group) Dirs() []string { return append([]string(nil), g.dirs...) }
+
+// AccountingDirs are the directories whose files charge the group's memory
+// (memory.stat, memory.usage_in_bytes or memory.current) and CPU time
+// (cpuacct.usage, or v2's cpu.stat), for platform.CgroupUsage.
+func (g *Group) AccountingDirs() (mem, cpu string) { return g.mem, g.cpuacct }
 
 // Pids lists the processes in the group.
 func (g *Group) Pids() []int {

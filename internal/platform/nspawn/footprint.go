@@ -3,7 +3,6 @@ package nspawn
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/isobench/isobench/internal/platform"
@@ -25,11 +24,8 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if in.Closed() || in.cg == nil || in.cg.g == nil {
 		return fp, fmt.Errorf("nspawn: instance %s is closed", in.ID())
 	}
-	mem, cpu, err := accountingDirs(in.cg.g.Dirs())
+	fp, err := platform.CgroupUsage(in.cg.g.AccountingDirs())
 	if err != nil {
-		return fp, fmt.Errorf("nspawn %s: %w", in.ID(), err)
-	}
-	if fp, err = platform.CgroupUsage(mem, cpu); err != nil {
 		return fp, fmt.Errorf("nspawn %s: %w", in.ID(), err)
 	}
 	if fp.DiskBytes, err = platform.DisksUsage(filepath.Join(in.Dir, "upper"), in.Volume); err != nil {
@@ -41,29 +37,4 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 		fp.EnginePIDs = []int{in.Main.Process.Pid}
 	}
 	return fp, nil
-}
-
-// accountingDirs picks, among a cgroup.Group's directories, the one with
-// memory accounting and the one with CPU accounting (v1: the memory and
-// cpuacct hierarchies, cpuacct possibly co-mounted with cpu; v2: the one
-// unified directory).
-func accountingDirs(dirs []string) (mem, cpu string, err error) {
-	for _, d := range dirs {
-		if mem == "" && exists(filepath.Join(d, "memory.stat")) {
-			mem = d
-		}
-		if cpu == "" && (exists(filepath.Join(d, "cpuacct.usage")) ||
-			exists(filepath.Join(d, "cpu.stat")) && exists(filepath.Join(d, "memory.current"))) {
-			cpu = d
-		}
-	}
-	if mem == "" || cpu == "" {
-		return "", "", fmt.Errorf("the instance's cgroup (%v) has no memory or CPU accounting", dirs)
-	}
-	return mem, cpu, nil
-}
-
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

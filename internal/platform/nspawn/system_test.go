@@ -108,10 +108,7 @@ func TestSystemFootprintCountsServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, cpu, err := accountingDirs(in.cg.g.Dirs())
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, cpu := in.cg.g.AccountingDirs()
 	var names []string
 	var walk func(pid int)
 	walk = func(pid int) {

@@ -86,11 +86,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if in.isClosed() {
 		return platform.Footprint{}, fmt.Errorf("qemu: instance %s is closed", in.id)
 	}
-	memDir, cpuDir, err := accountingDirs(in.cg.Dirs())
-	if err != nil {
-		return platform.Footprint{}, fmt.Errorf("qemu: %w", err)
-	}
-	fp, err := platform.CgroupUsage(memDir, cpuDir)
+	fp, err := platform.CgroupUsage(in.cg.AccountingDirs())
 	if err != nil {
 		return platform.Footprint{}, fmt.Errorf("qemu: %w", err)
 	}
@@ -101,33 +97,6 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 		fp.DiskBytes += unlinkedUnder(in.cmd.Process.Pid, in.runDir)
 	}
 	return fp, nil
-}
-
-// accountingDirs picks the memory and CPU accounting directories among a
-// cgroup.Group's (v2: its one directory; v1: the memory hierarchy's and
-// the one with cpuacct.usage).
-func accountingDirs(dirs []string) (mem, cpu string, err error) {
-	has := func(d, f string) bool {
-		_, err := os.Stat(filepath.Join(d, f))
-		return err == nil
-	}
-	for _, d := range dirs {
-		if mem == "" && (has(d, "memory.usage_in_bytes") || has(d, "memory.current")) {
-			mem = d
-		}
-		if cpu == "" && has(d, "cpuacct.usage") {
-			cpu = d
-		}
-	}
-	for _, d := range dirs {
-		if cpu == "" && has(d, "cpu.stat") && !has(d, "cpu.cfs_quota_us") { // v2's cpu.stat has usage_usec
-			cpu = d
-		}
-	}
-	if mem == "" || cpu == "" {
-		return "", "", fmt.Errorf("cgroup %v: no memory or cpu accounting files", dirs)
-	}
-	return mem, cpu, nil
 }
 
 // unlinkedUnder sums the allocated size of the unlinked files under dir
