@@ -317,7 +317,7 @@ func procs() map[int]*proc {
 		if err != nil {
 			continue
 		}
-		p := &proc{pid: pid, ppid: parent(pid)}
+		p := &proc{pid: pid, ppid: platform.ParentPID(pid)}
 		for _, a := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {
 			if a != "" {
 				p.argv = append(p.argv, a)
@@ -328,24 +328,6 @@ func procs() map[int]*proc {
 		out[pid] = p
 	}
 	return out
-}
-
-func parent(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	pp, _ := strconv.Atoi(f[1])
-	return pp
 }
 
 // mentioning lists the processes whose command line holds s, and of them

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/runc"
@@ -90,34 +89,11 @@ func childPIDs(pid int) []int {
 		if err != nil {
 			continue
 		}
-		if pp, err := parentPID(p); err == nil && pp == pid {
+		if platform.ParentPID(p) == pid {
 			out = append(out, p)
 		}
 	}
 	return out
-}
-
-// parentPID reads a process's parent from /proc/PID/stat (field 4, after
-// the command name, which may hold spaces and parentheses).
-func parentPID(pid int) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return ParseStatPPID(string(b))
-}
-
-// ParseStatPPID returns the parent pid in a /proc/PID/stat line.
-func ParseStatPPID(stat string) (int, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc stat %q: no command name", stat)
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 2 {
-		return 0, fmt.Errorf("/proc stat %q: too few fields", stat)
-	}
-	return strconv.Atoi(f[1])
 }
 
 func alive(pid int) bool {

@@ -191,7 +191,7 @@ func podShim(cgroupDir string) (int, error) {
 	for _, pid := range pids {
 		p := pid
 		for depth := 0; depth < 16 && p > 1; depth++ {
-			ppid, comm, err := procStat(p)
+			ppid, comm, err := platform.ProcStat(p)
 			if err != nil {
 				break
 			}
@@ -202,31 +202,6 @@ func podShim(cgroupDir string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no containerd shim above the processes of %s (%d processes)", cgroupDir, len(pids))
-}
-
-// procStat reads a process's parent pid and command name.
-func procStat(pid int) (ppid int, comm string, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, "", err
-	}
-	return parseStat(string(b))
-}
-
-// parseStat reads the command (second field, in parentheses, which may
-// hold spaces and parentheses) and the parent pid (fourth) of a
-// /proc/PID/stat line.
-func parseStat(stat string) (ppid int, comm string, err error) {
-	i, j := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
-	if i < 0 || j < i {
-		return 0, "", fmt.Errorf("no command in %q", stat)
-	}
-	f := strings.Fields(stat[j+1:])
-	if len(f) < 2 {
-		return 0, "", fmt.Errorf("too short: %q", stat)
-	}
-	ppid, err = strconv.Atoi(f[1])
-	return ppid, stat[i+1 : j], err
 }
 
 // kubelet finds the kubelet of node on this host: the process listening on

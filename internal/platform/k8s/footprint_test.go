@@ -88,14 +88,3 @@ func TestKubeletRootDir(t *testing.T) {
 		}
 	}
 }
-
-func TestParseStat(t *testing.T) {
-	ppid, comm, err := parseStat("4242 (containerd-shim) S 1 4242 4242 0 -1")
-	if err != nil || ppid != 1 || comm != "containerd-shim" {
-		t.Errorf("parseStat = %d %q %v", ppid, comm, err)
-	}
-	ppid, comm, err = parseStat("77 (a (b) c) R 4242 77 77 0")
-	if err != nil || ppid != 4242 || comm != "a (b) c" {
-		t.Errorf("parseStat with parentheses = %d %q %v", ppid, comm, err)
-	}
-}

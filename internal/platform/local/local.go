@@ -204,7 +204,7 @@ func Descendants(pid int) []int {
 		if err != nil {
 			continue
 		}
-		if pp := Parent(p); pp > 0 {
+		if pp := platform.ParentPID(p); pp > 0 {
 			children[pp] = append(children[pp], p)
 		}
 	}
@@ -219,25 +219,6 @@ func Descendants(pid int) []int {
 		}
 	}
 	return out
-}
-
-// Parent returns pid's parent pid, or 0.
-func Parent(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// "pid (comm) state ppid ..."; comm may hold spaces and parentheses
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	pp, _ := strconv.Atoi(f[1])
-	return pp
 }
 
 // KillTree kills pid's descendants and then pid.

@@ -36,7 +36,7 @@ func TestProcessTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	if p := Parent(cmd.Process.Pid); p != os.Getpid() {
+	if p := platform.ParentPID(cmd.Process.Pid); p != os.Getpid() {
 		t.Errorf("Parent = %d, want %d", p, os.Getpid())
 	}
 	var d []int
@@ -50,7 +50,7 @@ func TestProcessTree(t *testing.T) {
 	KillTree(cmd.Process.Pid)
 	cmd.Wait()
 	for _, p := range d {
-		if Parent(p) == cmd.Process.Pid {
+		if platform.ParentPID(p) == cmd.Process.Pid {
 			t.Errorf("descendant %d still alive", p)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -157,13 +156,9 @@ func daemonPID(socket string) (int, error) {
 // monitorPID is the parent of the container's init, checked to be the
 // [lxc monitor] of this container (LXD keeps one per container).
 func monitorPID(initPID int, name string) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", initPID))
+	ppid, _, err := platform.ProcStat(initPID)
 	if err != nil {
 		return 0, fmt.Errorf("monitor pid: %w", err)
-	}
-	ppid, err := statPPID(string(b))
-	if err != nil {
-		return 0, fmt.Errorf("monitor pid: /proc/%d/stat: %w", initPID, err)
 	}
 	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", ppid))
 	if err != nil {
@@ -181,20 +176,6 @@ func monitorPID(initPID int, name string) (int, error) {
 func isMonitor(cmdline []byte, name string) bool {
 	f := strings.Fields(strings.ReplaceAll(string(cmdline), "\x00", " "))
 	return len(f) >= 4 && f[0] == "[lxc" && f[1] == "monitor]" && f[len(f)-1] == name
-}
-
-// statPPID reads the parent pid from a /proc/PID/stat line (the fourth
-// field; the second, the command, may hold spaces and parentheses).
-func statPPID(stat string) (int, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("no command in %q", stat)
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 2 {
-		return 0, fmt.Errorf("too short: %q", stat)
-	}
-	return strconv.Atoi(f[1])
 }
 
 // procArgv0 is a process's argv[0] ("" when unreadable).

@@ -34,13 +34,3 @@ func TestIsMonitor(t *testing.T) {
 		}
 	}
 }
-
-func TestStatPPID(t *testing.T) {
-	got, err := statPPID("30396 (isobench (x) y) S 30387 30396 30396 0 -1 4194560 1 0")
-	if err != nil || got != 30387 {
-		t.Errorf("statPPID = %d, %v; want 30387", got, err)
-	}
-	if _, err := statPPID("30396 (isobench"); err == nil {
-		t.Error("statPPID of a cut line: no error")
-	}
-}

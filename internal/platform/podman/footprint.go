@@ -96,7 +96,7 @@ func containerCgroups(pid int, cgroupPath string) (mem, cpu string, err error) {
 // conmonPid is the container's conmon: inspect's ConmonPid, or else the
 // parent of the container's init, when that process is a conmon.
 func conmonPid(conmon, pid int) int {
-	for _, c := range []int{conmon, parentPid(pid)} {
+	for _, c := range []int{conmon, platform.ParentPID(pid)} {
 		if c > 0 && comm(c) == "conmon" {
 			return c
 		}
@@ -107,29 +107,6 @@ func conmonPid(conmon, pid int) int {
 func comm(pid int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	return strings.TrimSpace(string(b))
-}
-
-// parentPid reads pid's parent from /proc/PID/stat (0 when unknown).
-func parentPid(pid int) int {
-	if pid <= 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// "pid (comm) state ppid ...": comm may hold spaces and parentheses
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	var ppid int
-	fmt.Sscan(f[1], &ppid)
-	return ppid
 }
 
 func isDir(p string) bool {
