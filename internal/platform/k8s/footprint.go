@@ -69,7 +69,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if sock == "" {
 		return fp, fmt.Errorf("k8s footprint: no containerd socket on this host (containerd=SOCKET names it)")
 	}
-	containerd, err := socketPeer(sock)
+	containerd, err := platform.SocketPeerPID(sock)
 	if err != nil {
 		return fp, fmt.Errorf("k8s footprint: containerd: %w", err)
 	}

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/isobench/isobench/internal/platform"
 )
@@ -127,26 +125,10 @@ func payloadCgroup(path, name string) string {
 // socket's peer credentials), checked to be lxd: a socket activated by
 // systemd would name systemd instead.
 func daemonPID(socket string) (int, error) {
-	conn, err := net.Dial("unix", socket)
+	pid, err := platform.SocketPeerPID(socket)
 	if err != nil {
 		return 0, fmt.Errorf("daemon pid: %w", err)
 	}
-	defer conn.Close()
-	raw, err := conn.(*net.UnixConn).SyscallConn()
-	if err != nil {
-		return 0, fmt.Errorf("daemon pid: %w", err)
-	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return 0, fmt.Errorf("daemon pid: %w", err)
-	}
-	if credErr != nil {
-		return 0, fmt.Errorf("daemon pid: peer credentials of %s: %w", socket, credErr)
-	}
-	pid := int(cred.Pid)
 	if argv0 := procArgv0(pid); filepath.Base(argv0) != "lxd" {
 		return 0, fmt.Errorf("daemon pid: the process listening on %s is pid %d (%q), not lxd (socket activation?)", socket, pid, argv0)
 	}

@@ -1,4 +1,4 @@
-package k8s
+package platform
 
 import (
 	"fmt"
@@ -6,9 +6,9 @@ import (
 	"syscall"
 )
 
-// socketPeer is the pid of the process listening on a unix socket (its
+// SocketPeerPID is the pid of the process listening on a unix socket (its
 // peer credentials).
-func socketPeer(path string) (int, error) {
+func SocketPeerPID(path string) (int, error) {
 	conn, err := net.Dial("unix", path)
 	if err != nil {
 		return 0, err
