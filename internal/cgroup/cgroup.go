@@ -162,35 +162,56 @@ func (g *Group) Pids() []int {
 	return out
 }
 
-// Remove kills what is left in the group and removes its directories.
+// Remove kills what is left in the group and removes its directories
+// (and any group made below them).
 func (g *Group) Remove() error {
 	if g == nil {
 		return nil
 	}
 	var errs []error
-	for attempt := 0; attempt < 50; attempt++ {
-		pids := g.Pids()
-		if len(pids) == 0 {
-			break
-		}
-		for _, p := range pids {
-			syscall.Kill(p, syscall.SIGKILL)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	for _, d := range g.dirs {
+		errs = append(errs, RemoveDir(d))
+	}
+	g.dirs = nil
+	return errors.Join(errs...)
+}
+
+// RemoveDir removes the cgroup directory dir and the groups below it,
+// deepest first, killing what still runs in each and retrying while the
+// kernel says it is busy (a killed process leaves its group a moment
+// later). A directory already gone is not an error.
+func RemoveDir(dir string) error {
+	var dirs []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	var errs []error
+	for i := len(dirs) - 1; i >= 0; i-- {
 		var err error
 		for attempt := 0; attempt < 50; attempt++ {
-			if err = os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
+			for _, f := range []string{"cgroup.procs", "tasks"} {
+				b, _ := os.ReadFile(filepath.Join(dirs[i], f))
+				for _, l := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(l); err == nil {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+			if err = syscall.Rmdir(dirs[i]); err == nil || errors.Is(err, syscall.ENOENT) {
 				err = nil
+				break
+			}
+			if !errors.Is(err, syscall.EBUSY) {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("cgroup: remove %s: %w", d, err))
+			errs = append(errs, fmt.Errorf("cgroup: remove %s: %w", dirs[i], err))
 		}
 	}
-	g.dirs = nil
 	return errors.Join(errs...)
 }

@@ -62,6 +62,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
@@ -647,41 +648,7 @@ func cgroupDirs() []string {
 
 // rmCgroup removes a cgroup directory and its child groups, deepest first,
 // killing what still runs in them.
-func rmCgroup(dir string) error {
-	var dirs []string
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	var errs []error
-	for i := len(dirs) - 1; i >= 0; i-- {
-		for _, f := range []string{"cgroup.procs", "tasks"} {
-			b, _ := os.ReadFile(filepath.Join(dirs[i], f))
-			for _, l := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(l); err == nil {
-					syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-		}
-		var err error
-		for attempt := 0; attempt < 50; attempt++ {
-			if err = syscall.Rmdir(dirs[i]); err == nil || errors.Is(err, syscall.ENOENT) {
-				err = nil
-				break
-			}
-			if !errors.Is(err, syscall.EBUSY) {
-				break
-			}
-			waitTick()
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rmdir %s: %w", dirs[i], err))
-		}
-	}
-	return errors.Join(errs...)
-}
+func rmCgroup(dir string) error { return cgroup.RemoveDir(dir) }
 
 // mountsUnder lists the mount points at or below dir, outermost first.
 func mountsUnder(dir string) []string {
@@ -1085,7 +1052,3 @@ func waitGone(ctx context.Context, eng, id string) error {
 		}
 	}
 }
-
-// waitTick is the pause between attempts at removing a cgroup whose
-// processes are still being killed.
-func waitTick() { time.Sleep(20 * time.Millisecond) }

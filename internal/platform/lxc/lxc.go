@@ -41,7 +41,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -386,27 +385,17 @@ func (in *Instance) Remove(ctx context.Context) error {
 }
 
 // removeCgroups removes what is left of LXC's cgroups for container id
-// (lxc.payload.ID, lxc.monitor.ID and their children, deepest first, on
-// every hierarchy). LXC's monitor removes them when the container stops;
-// one that was killed leaves them behind. They are empty once the
-// container has ended; one that is not stays, and says why.
+// (lxc.payload.ID, lxc.monitor.ID and the groups below them, on every
+// hierarchy). LXC's monitor removes them when the container stops; one
+// that was killed leaves them behind.
 func removeCgroups(id string) error {
-	var dirs []string
+	var errs []error
 	for _, pat := range []string{"/sys/fs/cgroup/*/lxc.*." + id, "/sys/fs/cgroup/lxc.*." + id} {
 		m, _ := filepath.Glob(pat)
 		for _, d := range m {
-			filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
-				if err == nil && e.IsDir() {
-					dirs = append(dirs, p)
-				}
-				return nil
-			})
-		}
-	}
-	var errs []error
-	for i := len(dirs) - 1; i >= 0; i-- { // children after their parents in a walk
-		if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, syscall.ENOENT) {
-			errs = append(errs, fmt.Errorf("lxc: cgroup %s: %w", dirs[i], err))
+			if err := cgroup.RemoveDir(d); err != nil {
+				errs = append(errs, fmt.Errorf("lxc: %w", err))
+			}
 		}
 	}
 	return errors.Join(errs...)

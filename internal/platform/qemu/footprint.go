@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/platform"
@@ -139,25 +138,8 @@ func removeCgroup(name string) error {
 	}
 	var errs []error
 	for _, d := range dirs {
-		var err error
-		for attempt := 0; attempt < 50; attempt++ {
-			b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-			for _, f := range strings.Fields(string(b)) {
-				if pid, perr := strconv.Atoi(f); perr == nil {
-					syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-			if err = syscall.Rmdir(d); err == nil || errors.Is(err, syscall.ENOENT) {
-				err = nil
-				break
-			}
-			if !errors.Is(err, syscall.EBUSY) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("qemu: remove cgroup %s: %w", d, err))
+		if err := cgroup.RemoveDir(d); err != nil {
+			errs = append(errs, fmt.Errorf("qemu: %w", err))
 		}
 	}
 	return errors.Join(errs...)
