@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -406,4 +407,21 @@ func ip(ctx context.Context, args ...string) error {
 		return fmt.Errorf("hostnet: ip %s: %s: %w", strings.Join(args, " "), strings.TrimSpace(string(out)), err)
 	}
 	return nil
+}
+
+// FreePort asks the kernel for a TCP port free on addr (an address of this
+// host), none of taken: the port is free when asked, not reserved.
+func FreePort(addr string, taken ...int) (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+		if err != nil {
+			return 0, fmt.Errorf("a free port on %s: %w", addr, err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !slices.Contains(taken, p) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port on %s", addr)
 }

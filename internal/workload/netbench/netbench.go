@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
+	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
@@ -259,14 +260,7 @@ func checkAddr(addr string) error {
 }
 
 // freePort asks the kernel for a free port on loopback.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("netbench: picking a port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return hostnet.FreePort("127.0.0.1") }
 
 // hostAddrFacing returns the host's own address on the network that
 // reaches instAddr: loopback for loopback, else the address of the host

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
+	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
@@ -267,14 +268,7 @@ func checkAddr(addr string) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("service: picking a port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return hostnet.FreePort("127.0.0.1") }
 
 func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	n := r.env.Instances

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
+	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
@@ -360,7 +360,7 @@ func clusterPorts(addrs []string) (ports, error) {
 	pt.shared = true
 	free := make([]int, len(addrs)+1)
 	for i := range free {
-		p, err := freePort(addrs[0], free[:i])
+		p, err := hostnet.FreePort(addrs[0], free[:i]...)
 		if err != nil {
 			// not an address of this machine (a remote host's): Spark's
 			// usual ports, the workers' UIs on the ports after the master's
@@ -374,20 +374,4 @@ func clusterPorts(addrs []string) (ports, error) {
 	}
 	pt.master, pt.masterUI, pt.workerUI = free[0], free[1], free[2:]
 	return pt, nil
-}
-
-// freePort finds a TCP port free on addr, none of taken.
-func freePort(addr string, taken []int) (int, error) {
-	for range 100 {
-		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-		if err != nil {
-			return 0, fmt.Errorf("a free port on %s: %w", addr, err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !slices.Contains(taken, p) {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("no free port on %s", addr)
 }
