@@ -63,12 +63,7 @@ func nameHost(path, addr, host string) error {
 	b = append(b, hostsEntry(addr, host)...)
 	// a new file rather than a write through: the root may share the
 	// image's file (hard links into a cached tree)
-	tmp := path + ".isobench"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("hosts file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := platform.ReplaceFile(path, b); err != nil {
 		return fmt.Errorf("hosts file: %w", err)
 	}
 	return nil
@@ -97,12 +92,7 @@ func noResolver(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("resolver: %w", err)
 	}
-	tmp := path + ".isobench"
-	if err := os.WriteFile(tmp, []byte(platform.NoResolver), 0o644); err != nil {
-		return fmt.Errorf("resolver: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := platform.ReplaceFile(path, []byte(platform.NoResolver)); err != nil {
 		return fmt.Errorf("resolver: %w", err)
 	}
 	return nil

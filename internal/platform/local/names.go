@@ -1,13 +1,10 @@
 package local
 
 import (
-	"errors"
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/isobench/isobench/internal/platform"
 )
@@ -41,32 +38,11 @@ func WriteNames(root, network string, addr netip.Addr, names ...string) error {
 	if network == platform.NetHost {
 		return nil
 	}
-	if err := replaceFile(filepath.Join(root, "etc", "hosts"), guestHosts(addr, names)); err != nil {
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
 		return err
 	}
-	return replaceFile(filepath.Join(root, "etc", "resolv.conf"), NoResolver)
-}
-
-// replaceFile replaces path with a new regular file holding content; a
-// symbolic link there (an image's resolv.conf often is one) is removed,
-// not followed, so nothing outside the root is written.
-func replaceFile(path, content string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := platform.ReplaceFile(filepath.Join(root, "etc", "hosts"), []byte(guestHosts(addr, names))); err != nil {
 		return err
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(content); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return nil
+	return platform.ReplaceFile(filepath.Join(root, "etc", "resolv.conf"), []byte(NoResolver))
 }
