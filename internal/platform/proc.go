@@ -47,3 +47,14 @@ func ParentPID(pid int) int {
 	}
 	return ppid
 }
+
+// ProcArgv is process pid's argv from /proc/PID/cmdline, or one empty
+// string when it cannot be read (a kernel thread, a process gone), so
+// that argv[0] can always be looked at.
+func ProcArgv(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		return []string{""}
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}

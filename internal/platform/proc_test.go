@@ -35,3 +35,14 @@ func TestParseStat(t *testing.T) {
 		t.Errorf("ParentPID(0) = %d", got)
 	}
 }
+
+// This process's argv as the kernel has it; one empty string for a
+// process that is not there.
+func TestProcArgv(t *testing.T) {
+	if got := ProcArgv(os.Getpid()); len(got) != len(os.Args) || got[0] != os.Args[0] {
+		t.Errorf("ProcArgv(self) = %q, want %q", got, os.Args)
+	}
+	if got := ProcArgv(-1); len(got) != 1 || got[0] != "" {
+		t.Errorf("ProcArgv(-1) = %q", got)
+	}
+}

@@ -2,7 +2,6 @@ package k8s
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -73,7 +72,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, fmt.Errorf("k8s footprint: containerd: %w", err)
 	}
-	if argv0 := procArgv(containerd)[0]; filepath.Base(argv0) != "containerd" {
+	if argv0 := platform.ProcArgv(containerd)[0]; filepath.Base(argv0) != "containerd" {
 		return fp, fmt.Errorf("k8s footprint: the process listening on %s is pid %d (%q), not containerd", sock, containerd, argv0)
 	}
 	shim, err := podShim(mem)
@@ -210,7 +209,7 @@ func podShim(cgroupDir string) (int, error) {
 func (p *Platform) kubelet(ctx context.Context, node string) (pid int, rootDir string, err error) {
 	p.kubeletMu.Lock()
 	defer p.kubeletMu.Unlock()
-	if p.kubeletPID > 0 && filepath.Base(procArgv(p.kubeletPID)[0]) == "kubelet" {
+	if p.kubeletPID > 0 && filepath.Base(platform.ProcArgv(p.kubeletPID)[0]) == "kubelet" {
 		return p.kubeletPID, p.kubeletRoot, nil
 	}
 	var n struct {
@@ -233,7 +232,7 @@ func (p *Platform) kubelet(ctx context.Context, node string) (pid int, rootDir s
 	if err != nil {
 		return 0, "", fmt.Errorf("the kubelet of node %s: %w", node, err)
 	}
-	argv := procArgv(pid)
+	argv := platform.ProcArgv(pid)
 	if filepath.Base(argv[0]) != "kubelet" {
 		return 0, "", fmt.Errorf("the process listening on the kubelet port %d of node %s is pid %d (%q), not a kubelet", port, node, pid, argv[0])
 	}
@@ -305,13 +304,4 @@ func listeningInodes(table string, port int) []string {
 		out = append(out, f[9])
 	}
 	return out
-}
-
-// procArgv is a process's argv (one empty string when unreadable).
-func procArgv(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || len(b) == 0 {
-		return []string{""}
-	}
-	return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
 }

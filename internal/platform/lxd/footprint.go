@@ -129,7 +129,7 @@ func daemonPID(socket string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("daemon pid: %w", err)
 	}
-	if argv0 := procArgv0(pid); filepath.Base(argv0) != "lxd" {
+	if argv0 := platform.ProcArgv(pid)[0]; filepath.Base(argv0) != "lxd" {
 		return 0, fmt.Errorf("daemon pid: the process listening on %s is pid %d (%q), not lxd (socket activation?)", socket, pid, argv0)
 	}
 	return pid, nil
@@ -158,14 +158,4 @@ func monitorPID(initPID int, name string) (int, error) {
 func isMonitor(cmdline []byte, name string) bool {
 	f := strings.Fields(strings.ReplaceAll(string(cmdline), "\x00", " "))
 	return len(f) >= 4 && f[0] == "[lxc" && f[1] == "monitor]" && f[len(f)-1] == name
-}
-
-// procArgv0 is a process's argv[0] ("" when unreadable).
-func procArgv0(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return ""
-	}
-	argv0, _, _ := bytes.Cut(b, []byte{0})
-	return string(argv0)
 }
