@@ -459,7 +459,20 @@ func TestImageRemovedBehindOurBack(t *testing.T) {
 	if err := probe.ping(t.Context()); err != nil {
 		conformance.SkipUnlessRequired(t, "docker", err)
 	}
-	p, err := NewPlatform(platform.Options{}, platform.Env{AgentBinary: conformance.BuildAgent(t), StateDir: t.TempDir()})
+	// an agent of its own (a marker appended to the binary), so that the
+	// image this test removes is one no other package's test is using:
+	// the same agent build gives the same image tag everywhere, and
+	// Docker refuses to remove an image a container runs on (make test
+	// failed once on that, another package's container on the image)
+	agent := filepath.Join(t.TempDir(), "isobench")
+	b, err := os.ReadFile(conformance.BuildAgent(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(agent, append(b, "\nisobench test: "+t.Name()+"\n"...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlatform(platform.Options{}, platform.Env{AgentBinary: agent, StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
