@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+
+	"github.com/isobench/isobench/internal/privdir"
 )
 
 // ProcConfinement reads what /proc/<pid>/status says about a process's
@@ -70,35 +70,13 @@ func SetprivArgv(mask string, nnp bool) ([]string, error) {
 }
 
 // PrivateDir makes dir (mode 0700) if it does not exist, or checks the
-// directory found there: a real directory (not a symbolic link), owned by
-// the running user; group and other permissions on it are removed. It is
-// for fixed names (the state directory's parts); what is made per instance
-// is made fresh with FreshDir.
-func PrivateDir(dir string) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return err
-	}
-	if err := os.Mkdir(dir, 0o700); err == nil || !os.IsExist(err) {
-		return err
-	}
-	st, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory (a link or file was there)", dir)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to this user (%d): refusing to use it", dir, sys.Uid, os.Geteuid())
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, st.Mode().Perm()&0o700); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// directory found there (privdir.Make): a real directory (not a symbolic
+// link), owned by the running user, that no one else can write to, in
+// directories no one else can swap it in; group and other permissions on
+// it are removed. It is for fixed names (the state directory's parts);
+// what is made per instance is made fresh with FreshDir.
+func PrivateDir(dir string) error { return privdir.Private(dir) }
 
 // FreshDir makes dir with mode 0700, failing when anything is there: an
 // instance's directory has a random name and is never reused.
-func FreshDir(dir string) error { return os.Mkdir(dir, 0o700) }
+func FreshDir(dir string) error { return privdir.Fresh(dir) }

@@ -95,15 +95,21 @@ func TestPrivateDir(t *testing.T) {
 	if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("made %v, %v; want mode 0700", st.Mode(), err)
 	}
-	// found with loose permissions: tightened
+	// found readable by others: tightened
 	loose := filepath.Join(base, "loose")
-	os.Mkdir(loose, 0o777)
-	os.Chmod(loose, 0o1777)
+	os.Mkdir(loose, 0o755)
 	if err := PrivateDir(loose); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := os.Stat(loose); st.Mode().Perm() != 0o700 {
-		t.Errorf("found 1777, left %v", st.Mode())
+		t.Errorf("found 0755, left %v", st.Mode())
+	}
+	// found writable by others: refused (what is in it may be planted)
+	open := filepath.Join(base, "open")
+	os.Mkdir(open, 0o700)
+	os.Chmod(open, os.ModeSticky|0o777)
+	if err := PrivateDir(open); err == nil {
+		t.Error("a world-writable directory was accepted as a private one")
 	}
 	// a symbolic link planted under the name is refused
 	link := filepath.Join(base, "link")
