@@ -109,7 +109,7 @@ func leftovers(ctx context.Context) ([]string, error) {
 	for _, l := range hostnet.Links("isq") {
 		out = append(out, "link "+l)
 	}
-	for _, pat := range []string{filepath.Join(state(), "qemu", "disks", "isobench-docker-vm*"), filepath.Join(os.TempDir(), vmowner.DirPrefix+"*")} {
+	for _, pat := range []string{filepath.Join(state(), "qemu", "disks", "isobench-docker-vm*"), filepath.Join(vmowner.Base(), vmowner.DirPrefix+"*")} {
 		m, _ := filepath.Glob(pat)
 		for _, x := range m {
 			out = append(out, "file "+x)

@@ -91,7 +91,7 @@ func (p *Platform) resolveAccel(ctx context.Context) (accel, why string, err err
 	} else {
 		v.Accel, v.Reason = AccelKVM, "KVM probe booted"
 	}
-	if err := os.MkdirAll(filepath.Dir(cache), 0o755); err == nil {
+	if _, err := p.privateDir(); err == nil {
 		b, _ := json.MarshalIndent(v, "", "  ")
 		os.WriteFile(cache, append(b, '\n'), 0o644)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
 )
 
 // Footprint: a VM's cost to the host is what its QEMU process costs (and
@@ -128,7 +129,7 @@ func unlinkedUnder(pid int, dir string) int64 {
 // cgroup.New made for a VM whose process is gone), killing anything left
 // in it.
 func removeCgroup(name string) error {
-	if name == "" || strings.ContainsAny(name, "/.") {
+	if !vmowner.IsName(name) {
 		return fmt.Errorf("qemu: invalid cgroup name %q", name)
 	}
 	var dirs []string

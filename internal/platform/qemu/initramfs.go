@@ -234,15 +234,15 @@ func (p *Platform) buildInitramfs(ctx context.Context, profile string, k kernel)
 	if err != nil {
 		return "", fmt.Errorf("qemu: %w", err)
 	}
-	dir := filepath.Join(p.env.StateDir, "qemu")
+	dir, err := p.privateDir()
+	if err != nil {
+		return "", err
+	}
 	out := filepath.Join(dir, "initramfs-"+profile+"-"+key+".cpio.gz")
 	p.buildMu.Lock()
 	defer p.buildMu.Unlock()
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("qemu: %w", err)
 	}
 	if p.env.Log != nil {
 		fmt.Fprintf(p.env.Log, "qemu: building the %s initramfs for kernel %s\n", profile, k.Version)

@@ -172,9 +172,15 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 			in.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	sweepStale(ctx)
-	// unix socket paths are short: keep them out of the state dir
-	if in.runDir, err = os.MkdirTemp("", vmowner.DirPrefix+"*"); err != nil {
+	p.sweepStale(ctx, "")
+	// unix socket paths are short: keep them out of the state dir, in
+	// isobench's own host-wide directory (not the temporary directory,
+	// where anyone can plant a run dir and its owner record)
+	base, err := vmowner.MakeBase("")
+	if err != nil {
+		return nil, fmt.Errorf("qemu: %w", err)
+	}
+	if in.runDir, err = os.MkdirTemp(base, vmowner.DirPrefix+"*"); err != nil {
 		return nil, fmt.Errorf("qemu: %w", err)
 	}
 	// an owner record lets a later Create remove what a killed process
@@ -346,15 +352,17 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 	}
 	switch in.storage {
 	case platform.StorageRootfs:
-		dir := filepath.Join(p.env.StateDir, "qemu", "disks")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("qemu: %w", err)
+		if _, err := p.privateDir("disks"); err != nil {
+			return nil, err
 		}
-		in.disk = filepath.Join(dir, in.id+".img")
+		in.disk = vmowner.DiskPath(p.env.StateDir, in.id)
 		if err := in.writeOwner(); err != nil {
 			return nil, err
 		}
 		if err := makeDisk(ctx, in.disk, p.disk); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				in.disk = "" // another VM's: not ours to remove
+			}
 			return nil, err
 		}
 		in.cacheMode = "none"
@@ -374,11 +382,15 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 		if vfsd == "" {
 			return nil, fmt.Errorf("qemu: storage=volume is %w here: no virtiofsd (looked at %s; the kernel has no 9p): apt-get install -y qemu-system-x86", platform.ErrUnsupported, strings.Join(VirtiofsdCandidates, ", "))
 		}
-		in.volume = filepath.Join(p.env.StateDir, "qemu", "volumes", in.id)
+		if _, err := p.privateDir("volumes"); err != nil {
+			return nil, err
+		}
+		in.volume = vmowner.VolumePath(p.env.StateDir, in.id)
 		if err := in.writeOwner(); err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(in.volume, 0o755); err != nil {
+		if err := os.Mkdir(in.volume, 0o755); err != nil {
+			in.volume = "" // not ours to remove
 			return nil, fmt.Errorf("qemu: %w", err)
 		}
 		sock := filepath.Join(in.runDir, "vfs.sock")
@@ -815,13 +827,13 @@ func (in *Instance) writeOwner() error {
 // checks that must not count another test's or run's VMs).
 func OwnedByOthers() map[string]bool {
 	m := map[string]bool{}
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), vmowner.DirPrefix+"*"))
+	dirs, _, _ := vmowner.List("")
 	for _, d := range dirs {
 		rec, err := vmowner.Read(d)
 		if err != nil {
 			continue
 		}
-		if rec.PID <= 0 || rec.PID == os.Getpid() || syscall.Kill(rec.PID, 0) != nil {
+		if rec.PID == os.Getpid() || syscall.Kill(rec.PID, 0) != nil {
 			continue
 		}
 		m[d] = true
@@ -836,23 +848,37 @@ func OwnedByOthers() map[string]bool {
 
 // sweepStale removes the run dirs, taps, disks, volumes and cgroups of
 // instances whose isobench process died without closing them (their qemu
-// died with it: it runs with a parent-death signal).
-func sweepStale(ctx context.Context) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), vmowner.DirPrefix+"*"))
+// died with it: it runs with a parent-death signal). Only what a valid
+// owner record names is removed (vmowner.Read), and only when its disk
+// and volume are in this platform's state dir: a record naming another
+// is left for `isobench clean`, which knows the state dirs of every run;
+// one that fails the checks is left as it is, saying why on the log.
+// base is vmowner.Base() when empty (tests give their own).
+func (p *Platform) sweepStale(ctx context.Context, base string) {
+	dirs, _, err := vmowner.List(base)
+	if err != nil {
+		p.logf("qemu: not sweeping stale VMs: %v\n", err)
+		return
+	}
 	for _, d := range dirs {
 		rec, err := vmowner.Read(d)
 		if err != nil {
-			continue // being created, or not ours
-		}
-		pid := rec.PID
-		if pid <= 0 || syscall.Kill(pid, 0) == nil || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			if !errors.Is(err, os.ErrNotExist) { // no record yet: being created
+				p.logf("qemu: not sweeping %s: %v\n", d, err)
+			}
 			continue
 		}
-		if t := rec.Tap; strings.HasPrefix(t, "isq") {
-			hostnet.DeleteLink(ctx, t)
+		if err := syscall.Kill(rec.PID, 0); !errors.Is(err, syscall.ESRCH) {
+			continue // alive, or not ours to signal
+		}
+		if sd, err := rec.StateDir(); err != nil || sd != "" && sd != p.env.StateDir {
+			continue // another state dir's: isobench clean
+		}
+		if rec.Tap != "" {
+			hostnet.DeleteLink(ctx, rec.Tap)
 		}
 		for _, v := range []string{rec.Disk, rec.Volume} {
-			if v != "" && filepath.IsAbs(v) {
+			if v != "" {
 				os.RemoveAll(v)
 			}
 		}
@@ -860,6 +886,13 @@ func sweepStale(ctx context.Context) {
 			continue // keep the record: isobench clean retries
 		}
 		os.RemoveAll(d)
+	}
+}
+
+// logf writes to the platform's log, if any.
+func (p *Platform) logf(format string, a ...any) {
+	if p.env.Log != nil {
+		fmt.Fprintf(p.env.Log, format, a...)
 	}
 }
 

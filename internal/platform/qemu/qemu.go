@@ -88,6 +88,7 @@ import (
 	"github.com/isobench/isobench/internal/guest"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/privdir"
 	"github.com/isobench/isobench/internal/spec"
 )
 
@@ -179,10 +180,34 @@ func NewPlatform(o platform.Options, env platform.Env) (*Platform, error) {
 	if env.AgentBinary == "" && p.initrd == "" {
 		return nil, errors.New("qemu: no agent binary")
 	}
+	// the state dir is where VMs' disks are: owner records name them by
+	// absolute path (vmowner), and nothing is kept under a fixed name in
+	// the temporary directory, which any user can create first
 	if p.env.StateDir == "" {
-		p.env.StateDir = filepath.Join(os.TempDir(), "isobench-state")
+		return nil, errors.New("qemu: no state directory")
 	}
+	abs, err := filepath.Abs(p.env.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("qemu: state directory: %w", err)
+	}
+	p.env.StateDir = abs
 	return p, nil
+}
+
+// privateDir makes (or checks: privdir.Private) STATE/qemu and the
+// directories below it named by sub, and returns the last: the caches,
+// disks and volumes in them are believed only there.
+func (p *Platform) privateDir(sub ...string) (string, error) {
+	dir := filepath.Join(p.env.StateDir, "qemu")
+	for i := 0; ; i++ {
+		if err := privdir.Private(dir); err != nil {
+			return "", fmt.Errorf("qemu: %w", err)
+		}
+		if i == len(sub) {
+			return dir, nil
+		}
+		dir = filepath.Join(dir, sub[i])
+	}
 }
 
 // checkSpec refuses what a VM here cannot do.

@@ -163,7 +163,7 @@ func leftovers(state string) (out []string) {
 		filepath.Join(state, "qemu", "disks", "*"),
 		filepath.Join(state, "qemu", "volumes", "*"),
 		filepath.Join(state, "leases", hostnet.DefaultBridge, "*"),
-		filepath.Join(os.TempDir(), vmowner.DirPrefix+"*"),
+		filepath.Join(vmowner.Base(), vmowner.DirPrefix+"*"),
 	} {
 		m, _ := filepath.Glob(pat)
 		for _, x := range m {

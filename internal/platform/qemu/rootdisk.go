@@ -50,15 +50,15 @@ func (p *Platform) buildRootDisk(ctx context.Context, profile string) (string, e
 	if err != nil {
 		return "", fmt.Errorf("qemu: %w", err)
 	}
-	dir := filepath.Join(p.env.StateDir, "qemu")
+	dir, err := p.privateDir()
+	if err != nil {
+		return "", err
+	}
 	out := filepath.Join(dir, "root-"+profile+"-"+key+".img")
 	p.buildMu.Lock()
 	defer p.buildMu.Unlock()
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("qemu: %w", err)
 	}
 	if p.env.Log != nil {
 		fmt.Fprintf(p.env.Log, "qemu: building the %s root disk\n", profile)
