@@ -25,7 +25,7 @@ import (
 // Main is "isobench agent ARGS". It returns the process exit code.
 func Main(ctx context.Context, reg workload.Registry, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "isobench agent: internal command; usage: agent run WORKLOAD PARAMS | hello | idle | cgexec FILE... -- ARGV")
+		fmt.Fprintln(stderr, "isobench agent: internal command; usage: agent run [--secrets-stdin] WORKLOAD PARAMS | hello | idle | cgexec FILE... -- ARGV")
 		return 2
 	}
 	w := &eventWriter{w: stdout}
@@ -42,12 +42,17 @@ func Main(ctx context.Context, reg workload.Registry, args []string, stdin io.Re
 		// PID 1 of a QEMU guest: mounts, network, then the exec server.
 		return vmInit(ctx, args[1:], stdout, stderr)
 	case "run":
-		if len(args) != 3 {
-			fmt.Fprintln(stderr, "isobench agent run: want WORKLOAD PARAMS")
+		rest := args[1:]
+		secrets := len(rest) > 0 && rest[0] == agentproto.SecretsArg
+		if secrets {
+			rest = rest[1:]
+		}
+		if len(rest) != 2 {
+			fmt.Fprintln(stderr, "isobench agent run: want [--secrets-stdin] WORKLOAD PARAMS")
 			return 2
 		}
 		stop := startHeartbeat(w, agentproto.HeartbeatInterval)
-		err := run(ctx, reg, args[1], args[2], stdin, w)
+		err := run(ctx, reg, rest[0], rest[1], secrets, stdin, w)
 		stop()
 		if err != nil {
 			w.emit(agentproto.Event{Event: agentproto.EvError, Error: err.Error()})
@@ -59,20 +64,33 @@ func Main(ctx context.Context, reg workload.Registry, args []string, stdin io.Re
 	return 2
 }
 
-func run(ctx context.Context, reg workload.Registry, name, params string, stdin io.Reader, w *eventWriter) error {
-	def, err := reg.Lookup(name)
+// run runs workload name in this process. The agent is the one entry point
+// that knows the internal workloads (the hidden halves host-driven
+// workloads start in their instances): LookupAgent. With secrets, the
+// first line of stdin holds the workload's secret parameters.
+func run(ctx context.Context, reg workload.Registry, name, params string, secrets bool, stdin io.Reader, w *eventWriter) error {
+	def, err := reg.LookupAgent(name)
 	if err != nil {
 		return err
 	}
 	if def.Agent == nil {
 		return fmt.Errorf("workload %s is driven from the host, not the agent", name)
 	}
-	p, err := def.FromString(params)
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	in := bufio.NewReader(stdin)
+	var sec map[string]string
+	if secrets {
+		if sec, err = readSecrets(in); err != nil {
+			return err
+		}
+	}
+	p, err := def.FromArgs(params, sec)
 	if err != nil {
 		return err
 	}
 	released := false
-	in := bufio.NewReader(stdin)
 	barrier := func() error {
 		if released {
 			return errors.New("workload called the barrier twice")
@@ -125,6 +143,30 @@ func run(ctx context.Context, reg workload.Registry, name, params string, stdin 
 	}
 	w.emit(agentproto.Event{Event: agentproto.EvResult, Metrics: ms})
 	return nil
+}
+
+// readSecrets reads the secrets line (agentproto.SecretsArg): one JSON
+// object of strings. Its content is never quoted in an error.
+func readSecrets(in *bufio.Reader) (map[string]string, error) {
+	var line []byte
+	for {
+		chunk, isPrefix, err := in.ReadLine()
+		if err != nil {
+			return nil, fmt.Errorf("reading the secrets line on standard input: %w", err)
+		}
+		line = append(line, chunk...)
+		if len(line) > agentproto.MaxSecretsLine {
+			return nil, fmt.Errorf("the secrets line on standard input is longer than %d bytes", agentproto.MaxSecretsLine)
+		}
+		if !isPrefix {
+			break
+		}
+	}
+	var m map[string]string
+	if err := json.Unmarshal(line, &m); err != nil || m == nil {
+		return nil, errors.New("the secrets line on standard input is not a JSON object of strings")
+	}
+	return m, nil
 }
 
 // idle keeps an instance alive until it is told to stop. As PID 1 in a

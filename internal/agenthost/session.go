@@ -25,6 +25,7 @@ import (
 // Session is one agent workload running inside one instance.
 type Session struct {
 	stdin   *io.PipeWriter
+	sent    chan struct{} // closed once the secrets line (if any) is written
 	events  chan agentproto.Event
 	done    chan error
 	exited  chan struct{} // closed when the exec returned
@@ -61,6 +62,11 @@ type Options struct {
 	// Barrier is how a Group releases its sessions: BarrierDeadline
 	// ("" means it) or BarrierStdin.
 	Barrier string
+	// Secrets are the workload's secret parameters (workload.Param.Secret:
+	// passwords, private keys). They go to the agent as the first line of
+	// its standard input (agentproto.SecretsArg), never in its argv, which
+	// /proc/PID/cmdline shows to every local user and exec errors quote.
+	Secrets map[string]string
 }
 
 // Defaults for Options.
@@ -93,6 +99,16 @@ func (e *StallError) Error() string {
 	return fmt.Sprintf("instance %s hung while %s: no heartbeat for %v (the agent is stuck, stopped or unreachable)", e.Instance, e.Phase, e.Silent.Round(time.Second))
 }
 
+// Argv is the command a session runs in its instance: "{agent} agent run
+// [--secrets-stdin] WORKLOAD PARAMS". Secrets are never part of it.
+func Argv(workloadName, params string, o Options) []string {
+	argv := []string{platform.AgentPlaceholder, "agent", "run"}
+	if len(o.Secrets) > 0 {
+		argv = append(argv, agentproto.SecretsArg)
+	}
+	return append(argv, workloadName, params)
+}
+
 // Start runs "{agent} agent run WORKLOAD PARAMS" in inst with the default
 // Options. The session's context bounds the whole exec.
 func Start(ctx context.Context, inst platform.Instance, workloadName, params string) *Session {
@@ -109,10 +125,25 @@ func StartWith(ctx context.Context, inst platform.Instance, workloadName, params
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &Session{stdin: inW, events: make(chan agentproto.Event, 16), done: make(chan error, 1), exited: make(chan struct{}),
+	s := &Session{stdin: inW, sent: make(chan struct{}), events: make(chan agentproto.Event, 16), done: make(chan error, 1), exited: make(chan struct{}),
 		stderr: &limitedBuffer{max: 8 << 10}, id: inst.ID(), opts: o, begun: time.Now(), stalled: make(chan struct{})}
+	s.opts.Secrets = nil // not kept beyond the line written below
 	s.phase.Store(PhaseStarting)
-	argv := []string{platform.AgentPlaceholder, "agent", "run", workloadName, params}
+	argv := Argv(workloadName, params, o)
+	if len(o.Secrets) > 0 {
+		line, err := json.Marshal(o.Secrets)
+		if err != nil {
+			// a map of strings always marshals; be safe all the same
+			line = []byte("{}")
+		}
+		go func() {
+			defer close(s.sent)
+			// ends with an error when the session is aborted first
+			inW.Write(append(line, '\n'))
+		}()
+	} else {
+		close(s.sent)
+	}
 	go func() {
 		err := inst.Exec(ctx, argv, platform.ExecIO{Stdin: inR, Stdout: outW, Stderr: s.stderr})
 		outW.CloseWithError(io.EOF)
@@ -267,7 +298,7 @@ func (s *Session) WaitReady(ctx context.Context) error {
 // Release sends "go".
 func (s *Session) Release() error {
 	var err error
-	s.goOnce.Do(func() { _, err = io.WriteString(s.stdin, agentproto.GoLine+"\n") })
+	s.goOnce.Do(func() { _, err = s.write(agentproto.GoLine + "\n") })
 	return err
 }
 
@@ -276,9 +307,15 @@ func (s *Session) Release() error {
 func (s *Session) ReleaseAt(deadline int64) error {
 	var err error
 	s.goOnce.Do(func() {
-		_, err = io.WriteString(s.stdin, agentproto.GoAtPrefix+strconv.FormatInt(deadline, 10)+"\n")
+		_, err = s.write(agentproto.GoAtPrefix + strconv.FormatInt(deadline, 10) + "\n")
 	})
 	return err
+}
+
+// write writes a line to the agent's stdin, after the secrets line.
+func (s *Session) write(line string) (int, error) {
+	<-s.sent
+	return io.WriteString(s.stdin, line)
 }
 
 // Ping asks a session waiting at its barrier for its clock: it returns the
@@ -286,7 +323,7 @@ func (s *Session) ReleaseAt(deadline int64) error {
 // read, and the agent's clock in between (all ns).
 func (s *Session) Ping(ctx context.Context) (sent, agent, recv int64, err error) {
 	sent = agentproto.Monotonic()
-	if _, err := io.WriteString(s.stdin, agentproto.PingLine+"\n"); err != nil {
+	if _, err := s.write(agentproto.PingLine + "\n"); err != nil {
 		return 0, 0, 0, err
 	}
 	ev, err := s.expect(ctx, agentproto.EvPong)

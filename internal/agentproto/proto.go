@@ -62,3 +62,13 @@ const (
 	EvPong     = "pong"
 	GoAtPrefix = "go at "
 )
+
+// SecretsArg, between "agent run" and the workload's name, says that the
+// first line of the agent's standard input is a JSON object of the
+// workload's secret parameters (workload.Param.Secret: passwords, private
+// keys), which never travel in an argv: /proc/PID/cmdline shows an argv to
+// every local user, and exec errors and failure records quote it.
+const SecretsArg = "--secrets-stdin"
+
+// MaxSecretsLine bounds the secrets line the agent reads.
+const MaxSecretsLine = 64 << 10

@@ -8,7 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +33,11 @@ const (
 	Bool
 	Enum
 	String
+	// ListenIP is the address a server listens on: an IP literal
+	// (net.ParseIP: no names, spaces, quotes or separators) other than
+	// the unspecified address (0.0.0.0, ::), so nothing listens on every
+	// interface of the machine it runs on.
+	ListenIP
 )
 
 // Param declares one parameter.
@@ -41,6 +49,11 @@ type Param struct {
 	Enum    []string // allowed values for Enum
 	Min     float64  // inclusive lower bound for Int, Float, Size, Duration (seconds)
 	Max     float64  // inclusive upper bound; 0 means none
+	// Secret marks a credential (a password, a private key): the agent
+	// takes it on its standard input, never in its arguments (see
+	// FromArgs, agenthost.Options.Secrets), errors never quote it and
+	// Params.String leaves it out.
+	Secret bool
 }
 
 // Barrier is called by an in-guest workload once its untimed setup is done;
@@ -87,11 +100,17 @@ type Def struct {
 	Host  HostFunc
 	// Timeout for one repetition given its parameters; zero means a default.
 	Timeout func(Params) time.Duration
+	// Internal marks a hidden half that host-driven workloads start in
+	// their instances (_service, _transfer, ...): its name starts with
+	// '_', and no user input reaches it (Registry.Lookup does not know
+	// it; only the agent's Registry.LookupAgent does).
+	Internal bool
 }
 
 // Params is a validated parameter set with defaults filled in.
 type Params struct {
-	vals map[string]string
+	vals   map[string]string
+	secret map[string]bool // parameters String leaves out
 }
 
 // Resolve validates raw against d's declaration and fills in defaults.
@@ -111,12 +130,19 @@ func (d Def) Resolve(raw map[string]string) (Params, error) {
 		}
 		vals[k] = v
 	}
+	var secret map[string]bool
 	for _, p := range d.Params {
 		if _, ok := vals[p.Name]; !ok {
 			vals[p.Name] = p.Default
 		}
+		if p.Secret {
+			if secret == nil {
+				secret = map[string]bool{}
+			}
+			secret[p.Name] = true
+		}
 	}
-	ps := Params{vals: vals}
+	ps := Params{vals: vals, secret: secret}
 	if d.Derive != nil {
 		for k, v := range d.Derive(ps) {
 			if cur, ok := vals[k]; ok && cur == "" {
@@ -145,6 +171,18 @@ func (d Def) paramNames() string {
 }
 
 func (p Param) check(v string) error {
+	if p.Secret {
+		// never quoted, whatever its kind: errors end up in failure
+		// records and logs
+		if err := p.checkValue(v); err != nil {
+			return fmt.Errorf("parameter %s (secret, not shown) is not valid", p.Name)
+		}
+		return nil
+	}
+	return p.checkValue(v)
+}
+
+func (p Param) checkValue(v string) error {
 	bad := func(want string) error {
 		return fmt.Errorf("parameter %s=%q: want %s", p.Name, v, want)
 	}
@@ -201,6 +239,12 @@ func (p Param) check(v string) error {
 		return bad("one of " + strings.Join(p.Enum, "|"))
 	case String:
 		return nil
+	case ListenIP:
+		ip := net.ParseIP(v)
+		if ip == nil || ip.IsUnspecified() || ip.IsMulticast() {
+			return bad("one IP address of this machine to listen on (not 0.0.0.0 or ::)")
+		}
+		return nil
 	}
 	if x < p.Min {
 		return fmt.Errorf("parameter %s=%q is below its minimum %v", p.Name, v, p.Min)
@@ -220,8 +264,20 @@ func (p Params) Raw() map[string]string {
 	return m
 }
 
-// String is the canonical "k=v,k=v" form stored with samples.
-func (p Params) String() string { return spec.Canonical(p.vals) }
+// String is the canonical "k=v,k=v" form stored with samples. Secret
+// parameters are left out.
+func (p Params) String() string {
+	if len(p.secret) == 0 {
+		return spec.Canonical(p.vals)
+	}
+	pub := make(map[string]string, len(p.vals))
+	for k, v := range p.vals {
+		if !p.secret[k] {
+			pub[k] = v
+		}
+	}
+	return spec.Canonical(pub)
+}
 
 // Accessors. They are only called for declared parameters, already validated
 // by Resolve, so parse errors cannot happen; an undeclared name yields zero.
@@ -267,15 +323,53 @@ func (d Def) FromString(s string) (Params, error) {
 	return d.Resolve(raw)
 }
 
+// FromArgs is what the agent runs: the parameters of its arguments
+// (FromString) and the secrets it read on its standard input, resolved
+// together. A secret parameter in args is refused (secrets never travel
+// in an argv, which /proc shows to everyone and failure records keep), and
+// so is anything but a secret parameter in secrets.
+func (d Def) FromArgs(args string, secrets map[string]string) (Params, error) {
+	raw := map[string]string{}
+	if strings.TrimSpace(args) != "" {
+		sp, err := spec.Parse(d.Name + ":" + args)
+		if err != nil {
+			return Params{}, err
+		}
+		raw = sp.Params
+	}
+	secret := map[string]bool{}
+	for _, p := range d.Params {
+		if p.Secret {
+			secret[p.Name] = true
+		}
+	}
+	for k := range raw {
+		if secret[k] {
+			return Params{}, fmt.Errorf("workload %s: parameter %s is a secret: it is given on the agent's standard input, never in its arguments", d.Name, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(secrets)) {
+		if !secret[k] {
+			return Params{}, fmt.Errorf("workload %s: %q on the standard input is not one of its secret parameters", d.Name, k)
+		}
+		raw[k] = secrets[k]
+	}
+	return d.Resolve(raw)
+}
+
 // Registry looks workloads up by name.
 type Registry map[string]Def
 
 // NewRegistry builds a registry, rejecting duplicate or malformed defs.
+// A def is Internal exactly when its name starts with '_'.
 func NewRegistry(defs ...Def) (Registry, error) {
 	r := Registry{}
 	for _, d := range defs {
 		if d.Name == "" || (d.Agent == nil) == (d.Host == nil) {
 			return nil, fmt.Errorf("workload %q must have a name and exactly one of Agent and Host", d.Name)
+		}
+		if d.Internal != strings.HasPrefix(d.Name, "_") {
+			return nil, fmt.Errorf("workload %q: internal workloads, and only they, have names starting with '_'", d.Name)
 		}
 		if _, dup := r[d.Name]; dup {
 			return nil, fmt.Errorf("workload %q registered twice", d.Name)
@@ -285,20 +379,36 @@ func NewRegistry(defs ...Def) (Registry, error) {
 	return r, nil
 }
 
-// Lookup finds a workload or says which exist.
+// Lookup finds a workload a user may name (on the command line, in a
+// study file, in a stored plan) or says which exist. Internal workloads
+// are unknown to it, with the same error as a name never registered.
 func (r Registry) Lookup(name string) (Def, error) {
 	d, ok := r[name]
-	if !ok {
+	if !ok || d.Internal {
 		return Def{}, fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(r.Names(), ", "))
 	}
 	return d, nil
 }
 
-// Names lists the registered workloads, sorted.
+// LookupAgent finds any workload, the internal halves included: only for
+// the agent's entry point ("isobench agent run"), which host-driven
+// workloads use to start their hidden halves in instances.
+func (r Registry) LookupAgent(name string) (Def, error) {
+	d, ok := r[name]
+	if !ok {
+		return Def{}, fmt.Errorf("unknown workload %q", name)
+	}
+	return d, nil
+}
+
+// Names lists the workloads a user may name, sorted (not the internal
+// ones).
 func (r Registry) Names() []string {
 	var n []string
-	for k := range r {
-		n = append(n, k)
+	for k, d := range r {
+		if !d.Internal {
+			n = append(n, k)
+		}
 	}
 	sort.Strings(n)
 	return n

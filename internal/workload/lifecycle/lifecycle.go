@@ -65,8 +65,9 @@ var Density = workload.Def{
 
 // Spin is the in-guest CPU load: one thread spinning for duration.
 var Spin = workload.Def{
-	Name: SpinName,
-	Help: "internal: footprint's CPU load",
+	Name:     SpinName,
+	Internal: true,
+	Help:     "internal: footprint's CPU load",
 	Params: []workload.Param{
 		{Name: "duration", Kind: workload.Duration, Default: "5s", Min: 0.01, Max: 86400, Help: "how long to spin"},
 	},

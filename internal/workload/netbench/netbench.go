@@ -116,8 +116,9 @@ var TCPCRR = workload.Def{
 // Server is the in-guest server: it listens on bind:port, reports ready,
 // and serves until a client sends stop (or its timeout passes).
 var Server = workload.Def{
-	Name: ServerName,
-	Help: "internal: the network workloads' server end",
+	Name:     ServerName,
+	Internal: true,
+	Help:     "internal: the network workloads' server end",
 	Params: []workload.Param{
 		{Name: "bind", Kind: workload.String, Default: "0.0.0.0", Help: "address to listen on"},
 		{Name: "port", Kind: workload.Int, Default: "5201", Min: 1, Max: 65535, Help: "port to listen on"},
@@ -132,8 +133,9 @@ var Server = workload.Def{
 // Client is the in-guest client: it connects (untimed), waits for the
 // barrier, runs for duration and reports its metrics.
 var Client = workload.Def{
-	Name: ClientName,
-	Help: "internal: the network workloads' client end",
+	Name:     ClientName,
+	Internal: true,
+	Help:     "internal: the network workloads' client end",
 	Params: []workload.Param{
 		{Name: "addr", Kind: workload.String, Default: "127.0.0.1", Help: "server address"},
 		{Name: "port", Kind: workload.Int, Default: "5201", Min: 1, Max: 65535, Help: "server port"},

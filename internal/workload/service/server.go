@@ -62,8 +62,9 @@ const (
 // answers, reports ready, serves until the host closes its input, stops
 // the server and reports ready_ms.
 var Server = workload.Def{
-	Name: ServerName,
-	Help: "internal: starts a service (nginx, apache, redis, mariadb) and keeps it running while the host's clients run",
+	Name:     ServerName,
+	Internal: true,
+	Help:     "internal: starts a service (nginx, apache, redis, mariadb) and keeps it running while the host's clients run",
 	Params: []workload.Param{
 		{Name: "kind", Kind: workload.Enum, Enum: []string{Nginx, Apache, Redis, MariaDB}, Default: Nginx, Help: "which server"},
 		{Name: "bind", Kind: workload.String, Default: "0.0.0.0", Help: "address to listen on"},
@@ -91,8 +92,9 @@ var Server = workload.Def{
 // the last lines of the log of kind's server as its error, so the host gets
 // them through the agent's error event.
 var LogTail = workload.Def{
-	Name: LogName,
-	Help: "internal: reports the last lines of a service's log",
+	Name:     LogName,
+	Internal: true,
+	Help:     "internal: reports the last lines of a service's log",
 	Params: []workload.Param{
 		{Name: "kind", Kind: workload.Enum, Enum: []string{Nginx, Apache, Redis, MariaDB}, Default: Nginx, Help: "which server"},
 	},

@@ -67,17 +67,19 @@ var ClusterDef = workload.Def{
 }
 
 var prepareDef = workload.Def{
-	Name:    PrepareName,
-	Help:    "internal: generates a spark job's input in the instance's scratch directory",
-	Params:  Def.Params,
-	Derive:  Def.Derive,
-	Agent:   prepareAgent,
-	Timeout: Def.Timeout,
+	Name:     PrepareName,
+	Internal: true,
+	Help:     "internal: generates a spark job's input in the instance's scratch directory",
+	Params:   Def.Params,
+	Derive:   Def.Derive,
+	Agent:    prepareAgent,
+	Timeout:  Def.Timeout,
 }
 
 var driverDef = workload.Def{
-	Name: DriverName,
-	Help: "internal: submits a spark job to a standalone master and checks its output",
+	Name:     DriverName,
+	Internal: true,
+	Help:     "internal: submits a spark job to a standalone master and checks its output",
 	Params: paramsWith(
 		workload.Param{Name: "master", Kind: workload.String, Help: "spark://host:port"},
 		workload.Param{Name: "driver-host", Kind: workload.String, Help: "the address executors reach the driver at"},

@@ -42,8 +42,9 @@ var protos = []string{SCP, Wget, SMB, FTP, SMTP}
 
 // Server is the in-guest workload.
 var Server = workload.Def{
-	Name: ServerName,
-	Help: "internal: serves or receives a data set over scp, http, smb or ftp while the host's clients move it",
+	Name:     ServerName,
+	Internal: true,
+	Help:     "internal: serves or receives a data set over scp, http, smb or ftp while the host's clients move it",
 	Params: []workload.Param{
 		{Name: "proto", Kind: workload.Enum, Enum: protos, Default: SCP, Help: "protocol"},
 		{Name: "bind", Kind: workload.String, Default: "0.0.0.0", Help: "address to listen on"},
