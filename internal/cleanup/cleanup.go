@@ -19,10 +19,19 @@
 //     bridge lease.
 //   - native: scratch directories $TMPDIR/isobench-native/<name>-<rand>,
 //     cgroups isobench/<that directory's name>, and the agent processes.
-//   - QEMU: run directories $TMPDIR/isoq-* with an owner record (pid,
-//     tap, disk, volume, cgroup; package vmowner), the tap, the disk and
-//     volume under the state directory, the cgroup isobench/<the run
-//     directory's name>, the qemu process.
+//   - QEMU: run directories /run/isobench/qemu/isoq-<digits> (vmowner.Base)
+//     with an owner record (pid, tap, disk, volume, cgroup; package
+//     vmowner), the tap, the disk and volume under the state directory,
+//     the cgroup isobench/<the run directory's name>, the qemu process.
+//
+// What is found on the host is input any local user may have planted:
+// a directory is searched only when it is isobench's own (privdir.Check:
+// a real directory of root's or this user's that no one else can write
+// to), an owner record is believed only when every field is what the
+// platform writes (vmowner.Read), and nothing is removed outside the
+// directories isobench keeps things in: a disk or volume a record names
+// must be in a known state directory (one of a run record's, or given).
+// What fails is listed as kept, with why.
 //   - the bridge isobr0, its FORWARD rule and the leases (package hostnet).
 //
 // Which run an object belongs to, and whether that run is alive:
@@ -52,10 +61,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,6 +78,7 @@ import (
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
+	"github.com/isobench/isobench/internal/privdir"
 )
 
 // Object is one thing isobench created that belongs to no live run.
@@ -108,8 +120,11 @@ type Options struct {
 	// StateDirs are searched besides those in run records (the default
 	// state directory, --state-dir).
 	StateDirs []string
-	// TempDirs likewise for native and QEMU scratch ($TMPDIR).
+	// TempDirs likewise for native scratch ($TMPDIR).
 	TempDirs []string
+	// QEMUDir holds QEMU run directories: vmowner.Base() unless set
+	// (tests).
+	QEMUDir string
 	// RecordDir is runrec.Dir unless set (tests).
 	RecordDir string
 }
@@ -848,9 +863,20 @@ func (w *world) scanLXD(ctx context.Context, p *Plan) {
 func (w *world) scanNative(p *Plan) {
 	for _, td := range w.tempDirs {
 		base := filepath.Join(td, "isobench-native")
+		if _, err := os.Lstat(base); os.IsNotExist(err) {
+			continue
+		}
+		if err := privdir.Check(base); err != nil {
+			p.Kept = append(p.Kept, Kept{"native-dir", base, fmt.Sprintf("not searched: %v", err)})
+			continue
+		}
 		es, _ := os.ReadDir(base)
 		for _, e := range es {
 			dir := filepath.Join(base, e.Name())
+			if !e.IsDir() || e.Type()&os.ModeSymlink != 0 {
+				p.Kept = append(p.Kept, Kept{"native-dir", dir, "not a directory"})
+				continue
+			}
 			token := ""
 			if m := runToken.FindStringSubmatch(e.Name()); m != nil && strings.HasPrefix(e.Name(), m[0]) {
 				token = m[1]
@@ -867,7 +893,7 @@ func (w *world) scanNative(p *Plan) {
 				if pr.pid == w.self || !orphanOrDead(w, pr) {
 					continue
 				}
-				if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pr.pid)); strings.Contains(string(env), "ISOBENCH_SCRATCH="+dir) {
+				if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pr.pid)); strings.Contains(string(env), platform.ScratchEnv+"="+dir+"\x00") {
 					pid := pr.pid
 					p.Objects = append(p.Objects, Object{Kind: "process", Name: fmt.Sprintf("%d %s", pid, strings.Join(pr.argv, " ")), Owner: dir, order: orderProcess, rm: func(context.Context) error { return w.killTree(pid) }})
 				}
@@ -895,55 +921,73 @@ func orphanOrDead(w *world, pr *proc) bool {
 
 // scanQEMU finds QEMU run directories whose owner died, with their tap,
 // disk, volume, cgroup and process, and VM cgroups whose run directory is
-// gone.
+// gone. What fails vmowner's checks is kept, with why.
 func (w *world) scanQEMU(p *Plan) {
+	base := w.o.QEMUDir
+	if base == "" {
+		base = vmowner.Base()
+	}
+	dirs, skipped, err := vmowner.List(base)
+	if err != nil {
+		p.Kept = append(p.Kept, Kept{"qemu-run-dirs", base, fmt.Sprintf("not searched: %v", err)})
+	}
+	for _, d := range slices.Sorted(maps.Keys(skipped)) {
+		p.Kept = append(p.Kept, Kept{"qemu-run-dir", d, skipped[d]})
+	}
 	runDirs := map[string]bool{} // run dir names, which are their cgroups' names
-	for _, td := range w.tempDirs {
-		dirs, _ := filepath.Glob(filepath.Join(td, vmowner.DirPrefix+"*"))
-		for _, d := range dirs {
-			runDirs[filepath.Base(d)] = true
-			rec, err := vmowner.Read(d)
-			if err != nil {
-				continue
+	for _, d := range dirs {
+		runDirs[filepath.Base(d)] = true
+		rec, err := vmowner.Read(d)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) { // no record yet: being created
+				p.Kept = append(p.Kept, Kept{"qemu-run-dir", d, err.Error()})
 			}
-			pid := rec.PID
-			if pid <= 0 || runrec.Alive(pid, 0) {
-				continue
-			}
-			why := fmt.Sprintf("its isobench process %d is gone", pid)
-			_, roots := w.mentioning(d)
-			for _, r := range roots {
-				rp := r.pid
-				p.Objects = append(p.Objects, Object{Kind: "process", Name: fmt.Sprintf("%d %s", rp, strings.Join(r.argv, " ")), Owner: d, order: orderProcess, rm: func(context.Context) error { return w.killTree(rp) }})
-			}
-			if t := rec.Tap; strings.HasPrefix(t, "isq") {
-				if _, err := os.Stat("/sys/class/net/" + t); err == nil {
-					p.Objects = append(p.Objects, Object{Kind: "tap", Name: t, Owner: d, order: orderLink, rm: func(ctx context.Context) error { return deleteLink(ctx, t) }})
-				}
-			}
-			for _, kv := range [][2]string{{"disk", rec.Disk}, {"volume", rec.Volume}} {
-				k, v := kv[0], kv[1]
-				if v != "" && filepath.IsAbs(v) {
-					if _, err := os.Lstat(v); err == nil {
-						p.Objects = append(p.Objects, Object{Kind: "qemu-" + k, Name: v, Owner: d, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(v) }})
-					}
-				}
-			}
-			for _, c := range cgroupDirs() {
-				if rec.Cgroup != "" && filepath.Base(c) == rec.Cgroup {
-					c := c
-					p.Objects = append(p.Objects, Object{Kind: "cgroup", Name: c, Owner: d, order: orderCgroup, rm: func(context.Context) error { return rmCgroup(c) }})
-				}
-			}
-			d := d
-			p.Objects = append(p.Objects, Object{Kind: "dir", Name: d, Why: why, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(d) }})
+			continue
 		}
+		pid := rec.PID
+		if runrec.Alive(pid, 0) {
+			continue
+		}
+		if sd, _ := rec.StateDir(); sd != "" && !w.knownStateDir(sd) {
+			p.Kept = append(p.Kept, Kept{"qemu-run-dir", d, fmt.Sprintf("its disk or volume is in %s, which is no state directory of a recorded run: name it with --state-dir", sd)})
+			continue
+		}
+		why := fmt.Sprintf("its isobench process %d is gone", pid)
+		// a VM's processes name files in its run dir (d/console.log...)
+		_, roots := w.mentioning(d + "/")
+		for _, r := range roots {
+			rp := r.pid
+			p.Objects = append(p.Objects, Object{Kind: "process", Name: fmt.Sprintf("%d %s", rp, strings.Join(r.argv, " ")), Owner: d, order: orderProcess, rm: func(context.Context) error { return w.killTree(rp) }})
+		}
+		if t := rec.Tap; t != "" {
+			if _, err := os.Stat("/sys/class/net/" + t); err == nil {
+				p.Objects = append(p.Objects, Object{Kind: "tap", Name: t, Owner: d, order: orderLink, rm: func(ctx context.Context) error { return deleteLink(ctx, t) }})
+			}
+		}
+		for _, kv := range [][2]string{{"disk", rec.Disk}, {"volume", rec.Volume}} {
+			k, v := kv[0], kv[1]
+			if v == "" {
+				continue
+			}
+			if _, err := os.Lstat(v); err == nil {
+				p.Objects = append(p.Objects, Object{Kind: "qemu-" + k, Name: v, Owner: d, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(v) }})
+			}
+		}
+		for _, c := range cgroupDirs() {
+			if rec.Cgroup != "" && filepath.Base(c) == rec.Cgroup {
+				c := c
+				p.Objects = append(p.Objects, Object{Kind: "cgroup", Name: c, Owner: d, order: orderCgroup, rm: func(context.Context) error { return rmCgroup(c) }})
+			}
+		}
+		d := d
+		p.Objects = append(p.Objects, Object{Kind: "dir", Name: d, Why: why, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(d) }})
 	}
 	// a VM's cgroup is made after its run dir and removed before it: one
-	// without a run dir was left by a Close that failed half way
+	// without a run dir was left by a Close that failed half way (the
+	// cgroups are root's: only the name is checked)
 	for _, c := range cgroupDirs() {
 		name := filepath.Base(c)
-		if !strings.HasPrefix(name, vmowner.DirPrefix) || runDirs[name] {
+		if !vmowner.IsName(name) || runDirs[name] {
 			continue
 		}
 		why := "its VM's run directory is gone"
@@ -954,6 +998,17 @@ func (w *world) scanQEMU(p *Plan) {
 		c := c
 		p.Objects = append(p.Objects, Object{Kind: "cgroup", Name: c, Why: why, order: orderCgroup, rm: func(context.Context) error { return rmCgroup(c) }})
 	}
+}
+
+// knownStateDir reports whether sd is one of the state directories the
+// options or run records name.
+func (w *world) knownStateDir(sd string) bool {
+	for _, d := range w.stateDirs {
+		if abs, err := filepath.Abs(d); err == nil && abs == filepath.Clean(sd) {
+			return true
+		}
+	}
+	return false
 }
 
 // scanLeases finds leases whose process died: of instances found dead,

@@ -3,7 +3,8 @@ package cleanup
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
+	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,10 @@ func TestQEMUCgroups(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for cgroups")
 	}
-	tmp := t.TempDir()
+	tmp, err := vmowner.MakeBase(filepath.Join(t.TempDir(), "qemu"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
@@ -42,10 +46,8 @@ func TestQEMUCgroups(t *testing.T) {
 	}
 	deadDir, deadCg := runDir(dead.Process.Pid)
 	liveDir, liveCg := runDir(os.Getpid())
-	b := make([]byte, 4)
-	rand.Read(b)
-	emptyCg := newGroup(t, vmowner.DirPrefix+"test"+hex.EncodeToString(b)+"a")
-	busyCg := newGroup(t, vmowner.DirPrefix+"test"+hex.EncodeToString(b)+"b")
+	emptyCg := newGroup(t, testCgroupName())
+	busyCg := newGroup(t, testCgroupName())
 	sleep := exec.Command("sleep", "600")
 	if err := sleep.Start(); err != nil {
 		t.Fatal(err)
@@ -57,7 +59,7 @@ func TestQEMUCgroups(t *testing.T) {
 		}
 	}
 
-	p, err := Scan(t.Context(), Options{TempDirs: []string{tmp}, RecordDir: t.TempDir()})
+	p, err := Scan(t.Context(), Options{QEMUDir: tmp, RecordDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +108,13 @@ func TestQEMUCgroups(t *testing.T) {
 			t.Errorf("the live VM's %s: %v", d, err)
 		}
 	}
+}
+
+// testCgroupName is a VM cgroup name (isoq-<digits>) no real VM has: the
+// platform's have at most ten digits (os.MkdirTemp's random part).
+func testCgroupName() string {
+	n, _ := rand.Int(rand.Reader, big.NewInt(1e12))
+	return fmt.Sprintf("%s9%012d", vmowner.DirPrefix, n)
 }
 
 // newGroup makes cgroup isobench/name, removed when the test ends.
