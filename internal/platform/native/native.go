@@ -22,6 +22,7 @@ import (
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/privdir"
 )
 
 // Factory registers the native platform.
@@ -70,9 +71,14 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instan
 	if s.Network != "" && s.Network != platform.NetHost {
 		return nil, fmt.Errorf("native: network=%s is %w", s.Network, platform.ErrUnsupported)
 	}
+	// the name is fixed, in a directory anyone can write to: what is
+	// found there is used only when it is ours (privdir: a real directory
+	// of this user's no one else can write to), else refused rather than
+	// let root's workloads write where its owner, or a link, points.
+	// Others may search it (services drop to www-data), not list it.
 	base := filepath.Join(os.TempDir(), "isobench-native")
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		return nil, fmt.Errorf("native: %w", err)
+	if err := privdir.Make(base, 0o711); err != nil {
+		return nil, fmt.Errorf("native: scratch directories: %w", err)
 	}
 	dir, err := os.MkdirTemp(base, sanitize(s.Name)+"-")
 	if err != nil {

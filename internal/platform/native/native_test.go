@@ -71,3 +71,62 @@ func TestConformance(t *testing.T) {
 		Limits:     ownCgroupLimits,
 	})
 }
+
+// TestScratchBaseHostile: an isobench-native directory someone else
+// planted in the temporary directory (a link to where they want root's
+// workloads to write, a directory of theirs, one anyone can write to) is
+// refused with one error naming it, and nothing is made in it.
+func TestScratchBaseHostile(t *testing.T) {
+	agent := "/bin/true"
+	p, err := New(t.Context(), platform.Options{Name: "native"}, platform.Env{AgentBinary: agent, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plants := map[string]func(base, victim string){
+		"symlink": func(base, victim string) { os.Symlink(victim, base) },
+		"world-writable": func(base, _ string) {
+			os.Mkdir(base, 0o700)
+			os.Chmod(base, os.ModeSticky|0o777)
+		},
+	}
+	if os.Geteuid() == 0 {
+		plants["uid 65534"] = func(base, _ string) {
+			os.Mkdir(base, 0o711)
+			if err := os.Chown(base, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for name, plant := range plants {
+		t.Run(name, func(t *testing.T) {
+			tmp, victim := t.TempDir(), t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			base := filepath.Join(tmp, "isobench-native")
+			plant(base, victim)
+			in, err := p.Create(t.Context(), platform.Spec{Name: "hostile", Network: platform.NetHost})
+			if err == nil {
+				in.Close(t.Context())
+				t.Fatal("Create used a planted scratch base")
+			}
+			if !strings.Contains(err.Error(), base) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q: want one line naming %s", err, base)
+			}
+			for _, d := range []string{victim, base} {
+				if es, _ := os.ReadDir(d); len(es) > 0 {
+					t.Errorf("something was made in %s: %v", d, es)
+				}
+			}
+		})
+	}
+	// a good one is used, and made private (others may only search it)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	in, err := p.Create(t.Context(), platform.Spec{Name: "good", Network: platform.NetHost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close(t.Context())
+	if st, err := os.Lstat(filepath.Join(tmp, "isobench-native")); err != nil || st.Mode().Perm() != 0o711 {
+		t.Errorf("scratch base %v, %v; want mode 0711", st.Mode(), err)
+	}
+}
