@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/privdir"
 )
 
 // The oltp table is prepared once: after the first repetition that ran
@@ -21,8 +22,21 @@ import (
 // repetition so starts from the same freshly prepared table (read_write
 // changes it), and none waits for prepare again.
 
-// SeedDir is where prepared data directories are kept on the host.
+// SeedDir is where prepared data directories are kept on the host. The
+// name is fixed, in a directory anyone can write to: a tar found there is
+// unpacked into a server's data directory only when the directory is
+// isobench's own (privdir: a real directory of this user's, mode 0700,
+// that no one else can write to) and the tar a regular file of this
+// user's; anything else is refused with an error naming it.
 func SeedDir() string { return filepath.Join(os.TempDir(), "isobench-oltp-seeds") }
+
+// seedCache makes (or checks) the directory holding file, a seed.
+func seedCache(file string) error {
+	if err := privdir.Private(filepath.Dir(file)); err != nil {
+		return fmt.Errorf("prepared tables: %w", err)
+	}
+	return nil
+}
 
 // inScratch is a shell path to kind's directory in an instance's scratch.
 func inScratch(kind string) string {
@@ -60,9 +74,12 @@ func seedKey(ctx context.Context, srv platform.Instance, prepare []string, sysbe
 // importSeed unpacks the prepared data directory into srv's MariaDB
 // directory (before the server starts).
 func importSeed(ctx context.Context, srv platform.Instance, file string) error {
-	f, err := os.Open(file)
-	if err != nil {
+	if err := seedCache(file); err != nil {
 		return err
+	}
+	f, err := privdir.Open(file)
+	if err != nil {
+		return fmt.Errorf("prepared table: %w", err)
 	}
 	defer f.Close()
 	var errb bytes.Buffer
@@ -75,7 +92,7 @@ func importSeed(ctx context.Context, srv platform.Instance, file string) error {
 
 // exportSeed packs srv's (stopped) MariaDB data directory into file.
 func exportSeed(ctx context.Context, srv platform.Instance, file string) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+	if err := seedCache(file); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(file), ".seed-*")
