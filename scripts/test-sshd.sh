@@ -25,7 +25,22 @@ NET=10.231.250
 
 die() { echo "test-sshd: $*" >&2; exit 1; }
 
+# $DIR has a fixed name in a directory anyone can write to: what is found
+# there (pid, netns and veth files this script acts on as root, keys it
+# writes) is believed only when it is root's own directory, writable by no
+# one else, in a parent no one else can swap it in
+check_dir() {
+	p=$(dirname "$DIR")
+	if [ "$(stat -c %u "$p")" != 0 ] || { [ -n "$(find "$p" -maxdepth 0 -perm /022)" ] && [ ! -k "$p" ]; }; then
+		die "$DIR is in $p, which is not root's or others can write to: refusing to use it"
+	fi
+	if [ -L "$DIR" ] || { [ -e "$DIR" ] && { [ ! -d "$DIR" ] || [ "$(stat -c %u "$DIR")" != 0 ] || [ -n "$(find "$DIR" -maxdepth 0 -perm /022)" ]; }; }; then
+		die "$DIR is not root's own directory (a link, another user's, or writable by others): refusing to use it"
+	fi
+}
+
 down() {
+	check_dir
 	if [ -d "$DIR" ]; then
 		for pidf in "$DIR"/host*/sshd.pid; do
 			[ -f "$pidf" ] && kill "$(cat "$pidf")" 2>/dev/null || true
@@ -50,8 +65,9 @@ up() {
 	[ -x /usr/sbin/sshd ] || apt-get install -y openssh-server >/dev/null
 	command -v nsenter >/dev/null || die "nsenter (util-linux) missing"
 	down
-	mkdir -p "$DIR" /run/sshd
-	chmod 700 "$DIR"
+	check_dir
+	mkdir -m 700 "$DIR"
+	mkdir -p /run/sshd
 	ssh-keygen -q -t ed25519 -N '' -f "$DIR/id_ed25519"
 	ip link add "$BR" type bridge
 	ip addr add "$NET.1/24" dev "$BR"
@@ -99,6 +115,7 @@ EOF
 }
 
 hosts() {
+	check_dir
 	for a in "$DIR"/host*/addr; do
 		[ -f "$a" ] && printf -- '--host ssh://root@%s ' "$(cat "$a")"
 	done
