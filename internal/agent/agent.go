@@ -19,13 +19,14 @@ import (
 	"syscall"
 
 	"github.com/isobench/isobench/internal/agentproto"
+	"github.com/isobench/isobench/internal/confine"
 	"github.com/isobench/isobench/internal/workload"
 )
 
 // Main is "isobench agent ARGS". It returns the process exit code.
 func Main(ctx context.Context, reg workload.Registry, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "isobench agent: internal command; usage: agent run [--secrets-stdin] WORKLOAD PARAMS | hello | idle | cgexec FILE... -- ARGV")
+		fmt.Fprintln(stderr, "isobench agent: internal command; usage: agent run [--secrets-stdin] WORKLOAD PARAMS | hello | idle | cgexec FILE... -- ARGV | confine [--seccomp=default|unconfined] -- ARGV | probe")
 		return 2
 	}
 	w := &eventWriter{w: stdout}
@@ -38,6 +39,12 @@ func Main(ctx context.Context, reg workload.Registry, args []string, stdin io.Re
 		return idle(ctx)
 	case "cgexec":
 		return cgexec(args[1:], stderr)
+	case "confine":
+		// a workload run as a Docker container's process would be
+		return confine.Main(args[1:], stderr)
+	case "probe":
+		// the confinement and limits of this process, as JSON facts
+		return confine.ProbeMain(stdout, stderr)
 	case "vm-init":
 		// PID 1 of a QEMU guest: mounts, network, then the exec server.
 		return vmInit(ctx, args[1:], stdout, stderr)

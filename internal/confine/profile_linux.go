@@ -1,0 +1,20 @@
+package confine
+
+import (
+	"fmt"
+
+	"github.com/moby/profiles/seccomp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// DockerProfile is Docker's default seccomp profile (moby's, the one
+// dockerd writes into its bundles) for a process whose bounding set is
+// caps, on this architecture and kernel: an allowlist, EPERM for the rest.
+func DockerProfile(caps []string) (*specs.LinuxSeccomp, error) {
+	spec := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{Bounding: caps}}}
+	p, err := seccomp.GetDefaultProfile(spec)
+	if err != nil {
+		return nil, fmt.Errorf("default seccomp profile: %w", err)
+	}
+	return p, nil
+}

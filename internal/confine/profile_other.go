@@ -1,0 +1,14 @@
+//go:build !linux
+
+package confine
+
+import (
+	"errors"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// DockerProfile is Linux-only.
+func DockerProfile(caps []string) (*specs.LinuxSeccomp, error) {
+	return nil, errors.New("seccomp profiles are Linux-only")
+}
