@@ -73,6 +73,13 @@ type Sink interface {
 	Add(ctx context.Context, s []sample.Sample) error
 }
 
+// RepMarker is a Sink that also records which repetitions finished
+// without error (the store, for 'run --resume': a repetition whose
+// samples are only partly there, interrupted or failed, runs again).
+type RepMarker interface {
+	MarkRep(ctx context.Context, runID int64, k sample.RepKey) error
+}
+
 // Progress is reported before each repetition and at each cell's end.
 type Progress struct {
 	Cell        Cell
@@ -223,6 +230,16 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 								Note: fmt.Sprintf("failed: %s: %v (going on with the rest)", where, err)})
 						}
 						continue
+					}
+					if m, ok := r.Sink.(RepMarker); ok {
+						k := sample.RepKey{Platform: t.Name, Options: t.Options, Workload: job.Def.Name, Params: job.Params.String(),
+							Instances: n, Rep: rep, Warmup: rep < 0}
+						if rep < 0 {
+							k.Rep = rep + p.Warmup
+						}
+						if err := m.MarkRep(context.WithoutCancel(ctx), r.RunID, k); err != nil {
+							return err
+						}
 					}
 					done++
 					if rep >= 0 {

@@ -19,6 +19,14 @@ import (
 type memSink struct {
 	mu      sync.Mutex
 	batches [][]sample.Sample
+	marks   []sample.RepKey
+}
+
+func (m *memSink) MarkRep(_ context.Context, _ int64, k sample.RepKey) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.marks = append(m.marks, k)
+	return nil
 }
 
 func (m *memSink) Add(_ context.Context, s []sample.Sample) error {
@@ -383,6 +391,45 @@ func TestPlanValidation(t *testing.T) {
 		mutate(&p)
 		if err := p.Validate(); err == nil {
 			t.Errorf("case %d: invalid plan accepted", i)
+		}
+	}
+}
+
+// TestOnlyFinishedRepetitionsAreMarked: 'run --resume' skips the
+// repetitions the runner marked finished; a failed one is never marked,
+// whatever samples it left.
+func TestOnlyFinishedRepetitionsAreMarked(t *testing.T) {
+	probe := &barrierProbe{}
+	reg, a, b := setup(t, probe.def())
+	sink := &memSink{}
+	r := &runner.Runner{Sink: sink, RunID: 1}
+	plan := runner.Plan{
+		Targets:   []runner.Target{{Label: "a", Name: "a", Platform: a}, {Label: "b", Name: "b", Platform: b}},
+		Jobs:      []runner.Job{job(t, reg, "probe", nil), job(t, reg, "probe", map[string]string{"fail": "true"})},
+		Instances: []int{1},
+		Reps:      2,
+		Warmup:    1,
+	}
+	if err := r.Run(context.Background(), plan); err == nil {
+		t.Fatal("want the planted failure")
+	}
+	got := map[sample.RepKey]bool{}
+	for _, k := range sink.marks {
+		if strings.Contains(k.Params, "fail=true") {
+			t.Errorf("a failed repetition was marked finished: %+v", k)
+		}
+		got[k] = true
+	}
+	// per platform: warm-up 0 and measured 0, 1 of the passing job
+	if len(got) != 6 || len(sink.marks) != 6 {
+		t.Fatalf("marks: %+v", sink.marks)
+	}
+	for _, name := range []string{"a", "b"} {
+		for _, k := range []sample.RepKey{{Rep: 0, Warmup: true}, {Rep: 0}, {Rep: 1}} {
+			k.Platform, k.Workload, k.Params, k.Instances = name, "probe", plan.Jobs[0].Params.String(), 1
+			if !got[k] {
+				t.Errorf("not marked: %+v", k)
+			}
 		}
 	}
 }

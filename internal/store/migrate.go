@@ -63,6 +63,8 @@ CREATE INDEX IF NOT EXISTS samples_cell ON samples(run_id, workload, metric, pla
 	// 'isobench runs' lists it and 'run --resume' replays its plan, and
 	// where a merged run came from (runs.go).
 	migrateRunsProvenance,
+	// 5: finished repetitions, marked by the runner (reps.go).
+	migrateRepMarks,
 }
 
 // SchemaVersion is the schema version this isobench writes.

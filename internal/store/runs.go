@@ -48,36 +48,6 @@ func (s *Store) Run(ctx context.Context, id int64) (Run, error) {
 // ErrNoSuchRun is returned for a run id the store does not hold.
 var ErrNoSuchRun = errors.New("no such run")
 
-// RepKey names one finished repetition of one platform in one cell.
-type RepKey struct {
-	Platform, Options, Workload, Params string
-	Instances                           int
-	Rep                                 int // as stored: warm-ups 0..Warmup-1 with Warmup set
-	Warmup                              bool
-}
-
-// FinishedReps returns the repetitions of run id that have samples. A
-// repetition's samples are committed in one transaction, so a repetition
-// is either wholly in the store or not at all.
-func (s *Store) FinishedReps(ctx context.Context, id int64) (map[RepKey]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT platform, options, workload, params, instances, rep, warmup FROM samples WHERE run_id = ?`, id)
-	if err != nil {
-		return nil, fmt.Errorf("store: finished repetitions: %w", err)
-	}
-	defer rows.Close()
-	out := map[RepKey]bool{}
-	for rows.Next() {
-		var k RepKey
-		var warm int
-		if err := rows.Scan(&k.Platform, &k.Options, &k.Workload, &k.Params, &k.Instances, &k.Rep, &warm); err != nil {
-			return nil, fmt.Errorf("store: finished repetitions: %w", err)
-		}
-		k.Warmup = warm != 0
-		out[k] = true
-	}
-	return out, rows.Err()
-}
-
 // ErrRunFinished is returned by Reopen for a run that finished ("done").
 var ErrRunFinished = errors.New("the run finished: there is nothing to resume")
 

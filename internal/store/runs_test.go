@@ -42,6 +42,11 @@ func synthRun(t *testing.T, path, host string, reps int, value float64, status s
 	if err := s.Add(ctx, ss); err != nil {
 		t.Fatal(err)
 	}
+	for _, x := range ss { // as the runner does once each repetition ends
+		if err := s.MarkRep(ctx, id, RepKey{Platform: x.Platform, Options: x.Options, Workload: x.Workload, Params: x.Params, Instances: x.Instances, Rep: x.Rep}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := s.AddFailure(ctx, Failure{RunID: id, Kind: FailedCell, Class: "error", Platform: "docker", Workload: "tcp-rr", Instances: 1, Error: "boom on " + host}); err != nil {
 		t.Fatal(err)
 	}
@@ -205,5 +210,59 @@ func TestFinishedRepsAndReopen(t *testing.T) {
 	}
 	if _, err := s.Run(ctx, 99); !errors.Is(err, ErrNoSuchRun) {
 		t.Fatalf("run 99: %v", err)
+	}
+}
+
+// TestResumeRunsUnfinishedRepetitionsAgain: a repetition is finished only
+// when marked; the partial samples of one that was not are dropped before
+// it runs again, and runs begun before marks existed keep the old rule.
+func TestResumeRunsUnfinishedRepetitionsAgain(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	id, err := s.BeginRun(ctx, map[string]string{}, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(rep, instance int) sample.Sample {
+		return sample.Sample{RunID: id, Platform: "native", Workload: "cpu", Params: "threads=1", Instances: 2, Instance: instance, Rep: rep,
+			Metric: "events_per_sec", Unit: "events/s", Better: sample.Higher, Value: 1, Start: time.Unix(0, 0)}
+	}
+	// rep 0 finished (both instances); rep 1 was interrupted after one
+	if err := s.Add(ctx, []sample.Sample{mk(0, 0), mk(0, 1), mk(1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	done := RepKey{Platform: "native", Workload: "cpu", Params: "threads=1", Instances: 2, Rep: 0}
+	if err := s.MarkRep(ctx, id, done); err != nil {
+		t.Fatal(err)
+	}
+	fin, err := s.FinishedReps(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fin) != 1 || !fin[done] {
+		t.Fatalf("finished: %v (the partial repetition 1 must not count)", fin)
+	}
+	n, err := s.DropUnfinished(ctx, id)
+	if err != nil || n != 1 {
+		t.Fatalf("dropped %d, %v; want the 1 partial sample", n, err)
+	}
+	left, _ := s.Samples(ctx, Filter{RunID: id})
+	if len(left) != 2 {
+		t.Fatalf("%d samples left, want rep 0's 2", len(left))
+	}
+	// a run from before marks: samples still mean finished, nothing dropped
+	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET rep_marks = 0 WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	s.Add(ctx, []sample.Sample{mk(1, 0)})
+	if fin, _ := s.FinishedReps(ctx, id); len(fin) != 2 {
+		t.Errorf("old run: finished %v", fin)
+	}
+	if n, _ := s.DropUnfinished(ctx, id); n != 0 {
+		t.Errorf("old run: dropped %d", n)
 	}
 }

@@ -238,7 +238,7 @@ func (s *Store) BeginRun(ctx context.Context, study any, fingerprint map[string]
 		return 0, fmt.Errorf("store: %w", err)
 	}
 	host, _ := os.Hostname()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(started, study, fingerprint, pid, hostname) VALUES(?,?,?,?,?)`,
+	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(started, study, fingerprint, pid, hostname, rep_marks) VALUES(?,?,?,?,?,1)`,
 		time.Now().UTC().Format(time.RFC3339Nano), string(sj), string(fj), os.Getpid(), host)
 	if err != nil {
 		return 0, fmt.Errorf("store: begin run: %w", err)
