@@ -87,6 +87,18 @@ func Main(ctx context.Context, st *State, args []string) int {
 	}
 	var err error
 	switch args[0] {
+	case "agent", "platformd", "export":
+		// a protocol or data on stdout, passed as it is
+	default:
+		// what the other commands print may come from a shared store or
+		// study file: no terminal escapes get through
+		safe := &termSafe{w: st.Stdout}
+		defer safe.Flush()
+		orig := st.Stdout
+		st.Stdout = safe
+		defer func() { st.Stdout = orig }()
+	}
+	switch args[0] {
 	case "agent":
 		return agent.Main(ctx, st.Workloads, args[1:], st.Stdin, st.Stdout, st.Stderr)
 	case "platformd": // hidden: the remote end of host=ssh://... (internal/remote)
@@ -133,7 +145,7 @@ func exitCode(st *State, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
-	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	msg := sanitize(strings.ReplaceAll(err.Error(), "\n", "; "))
 	fmt.Fprintf(st.Stderr, "isobench: %s\n", msg)
 	var ue usageError
 	switch {

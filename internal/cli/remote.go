@@ -143,6 +143,35 @@ func withHost(p, h string) string {
 	return strings.TrimSuffix(p, ":") + ":host=" + h
 }
 
+// namedRemotes lists what a study names that makes isobench connect to
+// another machine with the operator's SSH credentials: its hosts: (other
+// than local) unless --host replaced them, and its platforms with a
+// remote option (host=, key=, known-hosts=, binary=) unless --platform
+// replaced them.
+func namedRemotes(study Study, hostsFromFlags, platformsFromFlags bool) []string {
+	var out []string
+	if !hostsFromFlags {
+		for _, h := range study.Hosts {
+			if h != "local" {
+				out = append(out, "hosts: "+h)
+			}
+		}
+	}
+	if !platformsFromFlags {
+		for _, p := range study.Platforms {
+			_, opts, _ := strings.Cut(p, ":")
+			for _, kv := range strings.Split(opts, ",") {
+				k, _, _ := strings.Cut(kv, "=")
+				if slices.Contains([]string{"host", "key", "known-hosts", "binary"}, strings.TrimSpace(k)) {
+					out = append(out, "platform "+p)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
 func hasHostOption(opts string) bool {
 	for _, kv := range strings.Split(opts, ",") {
 		if k, _, _ := strings.Cut(kv, "="); strings.TrimSpace(k) == "host" {
@@ -490,7 +519,7 @@ func (sr *spreadRun) run(ctx context.Context, r *runner.Runner, plan runner.Plan
 		for _, c := range queue {
 			names = append(names, c.String())
 		}
-		errs = append(errs, fmt.Errorf("%d cell(s) not run, every host being lost: %s (isobench run --resume %d runs them)", len(queue), strings.Join(names, ", "), sr.runID))
+		errs = append(errs, fmt.Errorf("%d cell(s) not run, every host being lost: %s (isobench run --resume %d --trust-hosts runs them)", len(queue), strings.Join(names, ", "), sr.runID))
 	}
 	return errors.Join(errs...)
 }

@@ -99,26 +99,27 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 	if *studyArg != "" && *format == "html" {
 		doc.Study, doc.Sections = study.Sections(sf, cells, nil)
 	}
-	w := st.Stdout
-	if *out != "" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return usage("-o: %v", err)
-		}
-		defer f.Close()
-		w = f
-	}
-	if err := render(w, doc); err != nil {
-		return err
-	}
-	if *studyArg != "" && *format == "table" {
-		fmt.Fprintln(w)
-		study.CompareFindings(w, sf, cells)
-	}
-	if recOK && rec.Spread && *format == "table" {
-		if err := spreadHosts(w, samples); err != nil { // remote.go
+	write := func(w io.Writer) error {
+		if err := render(w, doc); err != nil {
 			return err
 		}
+		if *studyArg != "" && *format == "table" {
+			fmt.Fprintln(w)
+			study.CompareFindings(w, sf, cells)
+		}
+		if recOK && rec.Spread && *format == "table" {
+			if err := spreadHosts(w, samples); err != nil { // remote.go
+				return err
+			}
+		}
+		return nil
+	}
+	if *out == "" {
+		if err := write(st.Stdout); err != nil {
+			return err
+		}
+	} else if err := writeOutput("-o", *out, *db, write); err != nil {
+		return err
 	}
 	if *format == "html" {
 		fmt.Fprintf(st.Stderr, "report written to %s\n", *out)

@@ -30,6 +30,13 @@ Platforms are given as name[:options], e.g. native, docker:cpus=1,memory=2g,netw
 Workloads as name[:params], e.g. cpu:threads=2,max-prime=10000,duration=10s (see 'isobench workloads').`
 
 func cmdRun(ctx context.Context, st *State, args []string) error {
+	return runCmd(ctx, st, args, nil)
+}
+
+// runCmd is 'isobench run'; when made is not nil it is set to the id of
+// the run this command began or resumed (0 while none), so a caller such
+// as 'study run' reports this run, not the store's newest one.
+func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	fs := newFlags(st, "run", runSynopsis)
 	var platforms, workloads, hosts multi
 	// The defaults shown are the real ones; a flag overrides the study
@@ -51,12 +58,16 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	failFast := fs.Bool("fail-fast", false, "stop at the first failed cell (by default a failed cell is recorded with its reason and the run goes on)")
 	details := fs.Bool("details", false, "after the summary, the full tables: every metric, startup phase and instance count")
 	resume := fs.Int64("resume", 0, "`RUN`: continue run RUN of --db (interrupted, failed or crashed) from its first unfinished repetition, with its plan")
+	trustHosts := fs.Bool("trust-hosts", false, "let the study file (or the resumed run's stored plan) name the hosts isobench connects to over SSH with your keys (hosts:, host=, key=, binary=); without it such a file is refused: give the hosts with --host")
 	htmlOut := fs.String("html", "", "`FILE`: where to write the run's HTML report (default: next to --db, DB-runN.html; 'none' for no page)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *db == "" {
 		return usage("--db: %v", store.ErrEmptyPath)
+	}
+	if *htmlOut != "" && *htmlOut != "none" && samePath(*htmlOut, *db) {
+		return usage("--html %s is the result store itself (--db %s): write the report to another file", *htmlOut, *db)
 	}
 	var study Study
 	var resumed *store.Run
@@ -90,6 +101,15 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 	}
 	if set["spread"] {
 		study.Spread = *spread
+	}
+	if fromFile := fs.NArg() == 1 || resumed != nil; fromFile && !*trustHosts {
+		if named := namedRemotes(study, len(hosts) > 0, len(platforms) > 0); len(named) > 0 {
+			what := "the study file"
+			if resumed != nil {
+				what = "the stored plan of the run"
+			}
+			return usage("%s names hosts to reach over SSH with your credentials (%s): give hosts with --host instead, or pass --trust-hosts once you have read it", what, sanitize(strings.Join(named, ", ")))
+		}
 	}
 	if set["instances"] {
 		n, err := spec.ParseInts(*instances, 1, maxInstances)
@@ -193,10 +213,17 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		if err := s.Reopen(ctx, runID); err != nil {
 			return usage("--resume %d: %v", runID, err)
 		}
+		dropped, err := s.DropUnfinished(ctx, runID)
+		if err != nil {
+			return err
+		}
 		if finished, err = s.FinishedReps(ctx, runID); err != nil {
 			return err
 		}
 		fmt.Fprintf(st.Stderr, "resuming run %d: %d repetitions are in the store already\n", runID, len(finished))
+		if dropped > 0 {
+			fmt.Fprintf(st.Stderr, "resuming run %d: %d samples of repetitions that did not finish were removed; those repetitions run again\n", runID, dropped)
+		}
 	} else {
 		if runID, err = s.BeginRun(ctx, study, fingerprint); err != nil {
 			return err
@@ -204,6 +231,9 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 		if err := s.SetCommand(ctx, runID, commandLine("run", args)); err != nil {
 			return err
 		}
+	}
+	if made != nil {
+		*made = runID
 	}
 	st.runStarted(ctx, rec, s, runID)
 	for _, c := range cannot {
@@ -274,7 +304,7 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 			if resumed != nil {
 				fp = resumed.Fingerprint
 			}
-			if err := writeHTML(page, report.Doc{Run: runID, Status: status, Fingerprint: fp, Cells: cells}); err != nil {
+			if err := writeHTML(page, *db, report.Doc{Run: runID, Status: status, Fingerprint: fp, Cells: cells}); err != nil {
 				fmt.Fprintf(st.Stderr, "warning: the HTML report was not written: %v\n", err)
 			} else {
 				fmt.Fprintf(st.Stdout, "\nHTML report: %s\n", page)

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/isobench/isobench/internal/hostinfo"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/progress"
 	"github.com/isobench/isobench/internal/report"
@@ -53,11 +54,31 @@ func resumeStudy(ctx context.Context, fs *flag.FlagSet, db string, id int64) (St
 	if r.Status == store.StatusDone {
 		return Study{}, nil, usage("--resume %d: the run finished (done): there is nothing to resume", id)
 	}
+	if diff := resumeDiff(r.Fingerprint, hostinfo.Fingerprint()); len(diff) > 0 {
+		return Study{}, nil, usage("--resume %d: the run began on another host or with another isobench (%s): its samples would not be comparable; start a new run", id, strings.Join(diff, "; "))
+	}
 	var study Study
 	if err := json.Unmarshal(r.Study, &study); err != nil {
 		return Study{}, nil, fmt.Errorf("--resume %d: the stored plan cannot be read: %w", id, err)
 	}
 	return study, &r, nil
+}
+
+// resumeKeys are the fingerprint entries a resumed run must share with
+// the run as it began: the same host, kernel, hardware and isobench build.
+var resumeKeys = []string{"hostname", "kernel", "cpu_model", "cores", "memory_total", "cgroup_version", "isobench_version", "isobench_commit"}
+
+// resumeDiff lists, as "key was X, is Y", where the host and build now
+// differ from those a run began with (a key the old fingerprint lacks is
+// a difference too: a store from elsewhere cannot be vouched for).
+func resumeDiff(was, now map[string]string) []string {
+	var out []string
+	for _, k := range resumeKeys {
+		if was[k] != now[k] {
+			out = append(out, fmt.Sprintf("%s was %s, is %s", k, sanitize(orNone(was[k])), sanitize(orNone(now[k]))))
+		}
+	}
+	return out
 }
 
 // cannotRun is a platform × workload pair the plan leaves out, found
@@ -189,14 +210,6 @@ func reportPath(db string, runID int64) string {
 	return fmt.Sprintf("%s-run%d.html", base, runID)
 }
 
-func writeHTML(path string, d report.Doc) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := report.HTML(f, d); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+func writeHTML(path, db string, d report.Doc) error {
+	return writeOutput("--html", path, db, func(w io.Writer) error { return report.HTML(w, d) })
 }

@@ -258,7 +258,7 @@ func TestSpreadAllHostsLost(t *testing.T) {
 		}
 	}
 	err := f.sr.run(t.Context(), &runner.Runner{Sink: &spreadSink{}, RunID: 1}, f.plan)
-	if err == nil || !strings.Contains(err.Error(), "1 cell(s) not run, every host being lost: tiny:duration=10ms ×1 (isobench run --resume 1 runs them)") {
+	if err == nil || !strings.Contains(err.Error(), "1 cell(s) not run, every host being lost: tiny:duration=10ms ×1 (isobench run --resume 1 --trust-hosts runs them)") {
 		t.Fatalf("run error: %v", err)
 	}
 }

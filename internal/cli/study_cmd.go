@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -204,7 +205,8 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 		runArgs = append(runArgs, "--quiet")
 	}
 	started := time.Now()
-	runErr := cmdRun(ctx, st, runArgs)
+	var id int64
+	runErr := runCmd(ctx, st, runArgs, &id)
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		var ue usageError
 		if errors.As(runErr, &ue) {
@@ -212,16 +214,16 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 		}
 	}
 	fmt.Fprintf(st.Stdout, "\nstudy %s (%s scale) took %s (estimated %s)\n", f.Study.ID, f.Study.Scale, time.Since(started).Round(time.Second), plan.Estimate.Round(time.Second))
-	id, cells, err := lastRunCells(context.WithoutCancel(ctx), *db, f.Baseline)
+	if id == 0 {
+		return runErr // the run never began (e.g. an image could not be prepared)
+	}
+	cells, err := runCells(context.WithoutCancel(ctx), *db, id, f.Baseline)
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
 	if len(cells) > 0 {
 		fmt.Fprintln(st.Stdout)
 		study.CompareFindings(st.Stdout, f, cells)
-	}
-	if id == 0 {
-		return runErr // the run never began (e.g. an image could not be prepared)
 	}
 	if *out != "" {
 		if err := writeStudyReport(context.WithoutCancel(ctx), *db, id, f, cells, absentLabels(skipped), *out); err != nil {
@@ -266,15 +268,7 @@ func writeStudyReport(ctx context.Context, db string, id int64, f study.File, ce
 		}
 	}
 	d.Study, d.Sections = study.Sections(f, cells, absent)
-	w, err := os.Create(out)
-	if err != nil {
-		return usage("-o: %v", err)
-	}
-	if err := report.HTML(w, d); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+	return writeOutput("-o", out, db, func(w io.Writer) error { return report.HTML(w, d) })
 }
 
 // availablePlatforms keeps the labels whose platform can run here and
@@ -305,21 +299,16 @@ func (st *State) availablePlatforms(ctx context.Context, labels []string, stateD
 	return ok, down
 }
 
-// lastRunCells summarises the latest run of a store.
-func lastRunCells(ctx context.Context, db, baseline string) (int64, []report.Cell, error) {
+// runCells summarises run id of a store.
+func runCells(ctx context.Context, db string, id int64, baseline string) ([]report.Cell, error) {
 	s, err := store.Open(ctx, db)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	defer s.Close()
-	runs, err := s.Runs(ctx)
-	if err != nil || len(runs) == 0 {
-		return 0, nil, err
-	}
-	id := runs[len(runs)-1].ID
 	samples, err := s.Samples(ctx, store.Filter{RunID: id, NoWarmup: true})
 	if err != nil {
-		return id, nil, err
+		return nil, err
 	}
-	return id, report.Cells(samples, report.Options{Baseline: baseline, Stats: stats.Options{Seed: id}}), nil
+	return report.Cells(samples, report.Options{Baseline: baseline, Stats: stats.Options{Seed: id}}), nil
 }

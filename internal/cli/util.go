@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -62,4 +63,51 @@ func checkStore(ctx context.Context, path string) error {
 		return fmt.Errorf("--db %s: %w", path, err)
 	}
 	return s.Close()
+}
+
+// writeOutput writes a report to path as the running user (often root)
+// should when the path may lie in a directory others can write, such as
+// /tmp: a symbolic link at path is refused (never written through), the
+// result store is refused, and the page is written to a fresh file beside
+// path and renamed over it, so a link or file planted there between the
+// check and the write is replaced, not followed. what names the flag in
+// errors (e.g. "-o", "--html").
+func writeOutput(what, path, db string, write func(io.Writer) error) error {
+	if fi, err := os.Lstat(path); err == nil {
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			return usage("%s %s is a symbolic link: name the file itself (isobench does not write through links)", what, path)
+		case !fi.Mode().IsRegular():
+			return usage("%s %s is not a regular file", what, path)
+		}
+	}
+	if db != "" && samePath(path, db) {
+		return usage("%s %s is the result store itself (--db %s): write the report to another file", what, path, db)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return usage("%s: %v", what, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := write(tmp); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	done = true
+	return nil
 }
