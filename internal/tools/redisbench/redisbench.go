@@ -44,6 +44,7 @@ type Options struct {
 	Host     string   // server address (-h); default 127.0.0.1
 	Port     int      // server port (-p); 0: 6379
 	Socket   string   // unix socket (-s); overrides Host and Port
+	Password string   // the server's requirepass (-a); redis-benchmark takes it in its arguments only
 	Clients  int      // parallel connections (-c), at least 1
 	Requests int      // total requests per test (-n), at least 1
 	Pipeline int      // requests per pipeline (-P); 0 or 1: none
@@ -92,6 +93,12 @@ func (o Options) Args() ([]string, error) {
 			return nil, fmt.Errorf("redis-benchmark: port %d out of range", port)
 		}
 		a = append(a, "-h", host, "-p", strconv.Itoa(port))
+	}
+	if o.Password != "" {
+		if strings.ContainsAny(o.Password, " \t\r\n") || strings.HasPrefix(o.Password, "-") {
+			return nil, fmt.Errorf("redis-benchmark: the password has spaces or starts with '-'")
+		}
+		a = append(a, "-a", o.Password)
 	}
 	a = append(a, "-c", strconv.Itoa(o.Clients), "-n", strconv.Itoa(o.Requests))
 	if o.Pipeline > 1 {

@@ -126,11 +126,15 @@ var OLTP = workload.Def{
 // kind describes one service workload to the shared lifecycle.
 type kind struct {
 	server func(workload.Params) string
-	// clientArgv is the load generator's command line against addr.
-	clientArgv func(p workload.Params, host string, port int) ([]string, error)
+	// clientArgv is the load generator's command line against addr; pw
+	// is the server's password (redis, mariadb).
+	clientArgv func(p workload.Params, host string, port int, pw string) ([]string, error)
+	// stdin, when set, is what the load generator reads on its standard
+	// input: the password, where the tool takes it there.
+	stdin func(pw string) string
 	parse      func(io.Reader) ([]sample.Metric, error)
 	// prepareArgv, when set, runs once before the clients, untimed.
-	prepareArgv func(p workload.Params, host string, port int) ([]string, error)
+	prepareArgv func(p workload.Params, host string, port int, pw string) ([]string, error)
 	tags        func(workload.Params) map[string]string
 	// deadline, when set, bounds each client run.
 	deadline func(workload.Params) time.Duration
@@ -138,7 +142,7 @@ type kind struct {
 
 var httpKind = kind{
 	server: func(p workload.Params) string { return p.Str("server") },
-	clientArgv: func(p workload.Params, host string, port int) ([]string, error) {
+	clientArgv: func(p workload.Params, host string, port int, _ string) ([]string, error) {
 		url := "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/index.html"
 		if p.Str("tool") == "wrk" {
 			a, err := wrk.Options{URL: url, Connections: p.Int("users"), Threads: min(p.Int("users"), runtime.NumCPU()), Duration: p.Duration("duration"), Latency: true}.Args()
@@ -154,8 +158,11 @@ var httpKind = kind{
 
 var redisKind = kind{
 	server: func(workload.Params) string { return Redis },
-	clientArgv: func(p workload.Params, host string, port int) ([]string, error) {
-		a, err := redisbench.Options{Host: host, Port: port, Clients: p.Int("connections"), Requests: p.Int("requests"),
+	// redis-benchmark takes the password only in its arguments (-a): the
+	// password is made for each repetition and errors never quote it
+	// (redact)
+	clientArgv: func(p workload.Params, host string, port int, pw string) ([]string, error) {
+		a, err := redisbench.Options{Host: host, Port: port, Password: pw, Clients: p.Int("connections"), Requests: p.Int("requests"),
 			Pipeline: p.Int("pipeline"), KeySpace: p.Int("keyspace"), Tests: strings.Split(p.Str("ops"), "+")}.Args()
 		return append([]string{redisbench.Binary}, a...), err
 	},
@@ -171,9 +178,13 @@ var redisKind = kind{
 	},
 }
 
+// sysbenchConfig is the file sysbench reads on its standard input
+// (--config-file): the password, which so never is in its arguments.
+const sysbenchConfig = "/proc/self/fd/0"
+
 func sysbenchArgs(p workload.Params, host string, port int, threads int, cmd string) []string {
-	a := []string{"sysbench", p.Str("test"), "--db-driver=mysql", "--mysql-host=" + host, "--mysql-port=" + strconv.Itoa(port),
-		"--mysql-user=" + dbUser, "--mysql-password=" + dbPass, "--mysql-db=" + dbName,
+	a := []string{"sysbench", p.Str("test"), "--config-file=" + sysbenchConfig, "--db-driver=mysql", "--mysql-host=" + host, "--mysql-port=" + strconv.Itoa(port),
+		"--mysql-user=" + dbUser, "--mysql-db=" + dbName,
 		"--tables=1", "--table-size=" + strconv.Itoa(p.Int("table-size")), "--threads=" + strconv.Itoa(threads)}
 	if cmd == "run" {
 		a = append(a, "--time="+strconv.Itoa(int(p.Duration("duration").Seconds())), "--report-interval=0", "--db-ps-mode=auto")
@@ -183,11 +194,12 @@ func sysbenchArgs(p workload.Params, host string, port int, threads int, cmd str
 
 var oltpKind = kind{
 	server: func(workload.Params) string { return MariaDB },
-	clientArgv: func(p workload.Params, host string, port int) ([]string, error) {
+	clientArgv: func(p workload.Params, host string, port int, _ string) ([]string, error) {
 		return sysbenchArgs(p, host, port, p.Int("threads"), "run"), nil
 	},
+	stdin: func(pw string) string { return "mysql-password=" + pw + "\n" },
 	parse: parseOLTP,
-	prepareArgv: func(p workload.Params, host string, port int) ([]string, error) {
+	prepareArgv: func(p workload.Params, host string, port int, _ string) ([]string, error) {
 		return sysbenchArgs(p, host, port, 1, "prepare"), nil
 	},
 	tags: func(p workload.Params) map[string]string {
@@ -215,6 +227,8 @@ type run struct {
 	insts []platform.Instance
 	// seeded: the server got an earlier repetition's prepared table
 	seeded bool
+	// pw is the server's password, made for this repetition
+	pw string
 }
 
 func hostRun(k kind) workload.HostFunc {
@@ -325,10 +339,10 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	if err := checkAddr(addr); err != nil {
 		return nil, err
 	}
-	bind := "0.0.0.0"
-	if net.ParseIP(addr).IsLoopback() {
-		bind = "127.0.0.1" // the host's own network: never listen on its outside interfaces
-	}
+	// the server listens on the instance's own address only: its address
+	// on the isobench network, loopback where the instance shares the
+	// host's network (native, network=host), never every interface
+	bind := addr
 	hostDial, err := platform.Endpoint(ctx, srv, port)
 	if err != nil {
 		return nil, fmt.Errorf("%s: server endpoint: %w", kindName, err)
@@ -371,7 +385,10 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		delete(tags, "prepared")
 	}
 
-	sess := agenthost.Start(ctx, srv, ServerName, spec.Canonical(sp))
+	if r.pw, err = NewPassword(); err != nil {
+		return nil, err
+	}
+	sess := agenthost.StartWith(ctx, srv, ServerName, spec.Canonical(sp), agenthost.Options{Secrets: map[string]string{"password": r.pw}})
 	if err := sess.WaitReady(ctx); err != nil {
 		sess.Abort()
 		return nil, fmt.Errorf("%s: %w", kindName, err)
@@ -420,7 +437,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 // seedFile is where the table the prepare step makes for the server in srv
 // is kept (see seed.go).
 func (r *run) seedFile(ctx context.Context, srv platform.Instance, clients []platform.Instance) (string, error) {
-	argv, err := r.k.prepareArgv(r.p, "", 0)
+	argv, err := r.k.prepareArgv(r.p, "", 0, "")
 	if err != nil {
 		return "", err
 	}
@@ -467,19 +484,23 @@ func (r *run) clients(ctx context.Context, clients []platform.Instance, host str
 	runTool := func(ctx context.Context, i int, argv []string) (string, error) {
 		var out bytes.Buffer
 		var err error
+		var stdin io.Reader
+		if r.k.stdin != nil {
+			stdin = strings.NewReader(r.k.stdin(r.pw))
+		}
 		if clients == nil {
 			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-			cmd.Stdout, cmd.Stderr = &out, &out
+			cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &out, stdin
 			if err = cmd.Run(); errors.Is(err, exec.ErrNotFound) {
 				err = fmt.Errorf("%s is not installed on the host: %w", argv[0], err)
 			}
 		} else {
-			err = clients[i].Exec(ctx, argv, platform.ExecIO{Stdout: &out, Stderr: &out})
+			err = clients[i].Exec(ctx, argv, platform.ExecIO{Stdin: stdin, Stdout: &out, Stderr: &out})
 		}
-		return out.String(), err
+		return redactString(out.String(), r.pw), redact(err, r.pw)
 	}
 	if r.k.prepareArgv != nil && !r.seeded {
-		argv, err := r.k.prepareArgv(r.p, host, port)
+		argv, err := r.k.prepareArgv(r.p, host, port, r.pw)
 		if err != nil {
 			return nil, err
 		}
@@ -488,7 +509,7 @@ func (r *run) clients(ctx context.Context, clients []platform.Instance, host str
 		}
 	}
 	parse := r.k.parser(r.p)
-	argv, err := r.k.clientArgv(r.p, host, port)
+	argv, err := r.k.clientArgv(r.p, host, port, r.pw)
 	if err != nil {
 		return nil, err
 	}
@@ -535,6 +556,31 @@ func (r *run) clients(ctx context.Context, clients []platform.Instance, host str
 	return results, nil
 }
 
+// redact replaces secret in err's message (an exec error quotes the
+// command line, redis-benchmark's -a): failure records keep messages.
+// The error still unwraps to err.
+func redact(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return &redacted{msg: redactString(err.Error(), secret), err: err}
+}
+
+func redactString(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "<redacted>")
+}
+
+type redacted struct {
+	msg string
+	err error
+}
+
+func (e *redacted) Error() string { return e.msg }
+func (e *redacted) Unwrap() error { return e.err }
+
 // Kinds lists the servers StartServer knows.
 var Kinds = []string{Nginx, Apache, Redis, MariaDB}
 
@@ -550,7 +596,11 @@ type Running struct {
 // (footprint's service=).
 func StartServer(ctx context.Context, inst platform.Instance, kind string, port int) (*Running, error) {
 	sp := map[string]string{"kind": kind, "bind": "127.0.0.1", "port": strconv.Itoa(port)}
-	sess := agenthost.Start(ctx, inst, ServerName, spec.Canonical(sp))
+	pw, err := NewPassword() // nobody connects: a password all the same
+	if err != nil {
+		return nil, err
+	}
+	sess := agenthost.StartWith(ctx, inst, ServerName, spec.Canonical(sp), agenthost.Options{Secrets: map[string]string{"password": pw}})
 	for _, step := range []func() error{
 		func() error { return sess.WaitReady(ctx) },
 		sess.Release,

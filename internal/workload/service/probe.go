@@ -11,10 +11,12 @@ import (
 	"time"
 )
 
-// probe connects to addr and checks the server speaks its protocol: an
-// HTTP GET of the served file (status 200 and size bytes), a Redis PING
-// (+PONG), or MariaDB's greeting (protocol 10, not an error packet).
-func probe(ctx context.Context, kind, addr string, size int64) error {
+// probe connects to addr and checks the server c speaks its protocol: an
+// HTTP GET of the served file (status 200 and size bytes), a Redis AUTH
+// with its password (+OK) and PING (+PONG), or MariaDB's greeting
+// (protocol 10, not an error packet).
+func probe(ctx context.Context, c config, addr string) error {
+	kind, size := c.kind, c.size
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var d net.Dialer
@@ -29,15 +31,19 @@ func probe(ctx context.Context, kind, addr string, size int64) error {
 	case Nginx, Apache:
 		return probeHTTP(conn, addr, size)
 	case Redis:
-		if _, err := io.WriteString(conn, "PING\r\n"); err != nil {
+		auth := fmt.Sprintf("*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(c.password), c.password)
+		if _, err := io.WriteString(conn, auth+"PING\r\n"); err != nil {
 			return err
 		}
-		line, err := bufio.NewReader(conn).ReadString('\n')
-		if err != nil {
-			return err
-		}
-		if strings.TrimSpace(line) != "+PONG" {
-			return fmt.Errorf("%w: PING answered %q", errBadAnswer, strings.TrimSpace(line))
+		rd := bufio.NewReader(conn)
+		for _, want := range []string{"+OK", "+PONG"} {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				return err
+			}
+			if got := strings.TrimSpace(line); got != want {
+				return fmt.Errorf("%w: AUTH and PING answered %q", errBadAnswer, got)
+			}
 		}
 		return nil
 	case MariaDB:

@@ -20,6 +20,8 @@ package service
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -51,11 +53,12 @@ const (
 	MariaDB = "mariadb"
 )
 
-// DB credentials the oltp clients use (the server is private to the run).
+// The database and user the oltp clients use; the user's password is
+// made for each repetition (NewPassword) and given to the server half on
+// its stdin, to sysbench in a configuration on its stdin.
 const (
 	dbName = "sbtest"
 	dbUser = "sbtest"
-	dbPass = "sbtest"
 )
 
 // Server is the in-guest half: it starts one server, waits until it
@@ -67,12 +70,23 @@ var Server = workload.Def{
 	Help:     "internal: starts a service (nginx, apache, redis, mariadb) and keeps it running while the host's clients run",
 	Params: []workload.Param{
 		{Name: "kind", Kind: workload.Enum, Enum: []string{Nginx, Apache, Redis, MariaDB}, Default: Nginx, Help: "which server"},
-		{Name: "bind", Kind: workload.String, Default: "0.0.0.0", Help: "address to listen on"},
+		{Name: "bind", Kind: workload.ListenIP, Default: "127.0.0.1", Help: "address to listen on: the instance's own address (never every interface)"},
 		{Name: "port", Kind: workload.Int, Default: "8080", Min: 1, Max: 65535, Help: "port to listen on"},
+		{Name: "password", Kind: workload.String, Secret: true, Help: "redis: its requirepass; mariadb: the oltp user's password; made for each repetition (NewPassword), given on the agent's stdin"},
 		{Name: "size", Kind: workload.Size, Default: "4k", Min: 0, Max: 1 << 30, Help: "http: bytes of the static file served"},
 		{Name: "max-conns", Kind: workload.Int, Default: "0", Min: 0, Max: 1 << 20, Help: "connections the server accepts at once (nginx worker_connections, redis maxclients, mariadb max_connections); 0: enough for the clients"},
 		{Name: "ready-timeout", Kind: workload.Duration, Default: DurationParam(defaultReadyTimeout), Min: 0.1, Max: 3600, Help: "how long the server may take to answer"},
 		{Name: "timeout", Kind: workload.Duration, Default: "2h", Min: 1, Max: 86400, Help: "stop serving after this long even if the host does not say so"},
+	},
+	Check: func(p workload.Params) error {
+		pw := p.Str("password")
+		if pw == "" && (p.Str("kind") == Redis || p.Str("kind") == MariaDB) {
+			return fmt.Errorf("kind=%s needs a password", p.Str("kind"))
+		}
+		if pw != "" && !ValidPassword(pw) {
+			return errors.New("the password is not one NewPassword makes (hex digits)")
+		}
+		return nil
 	},
 	Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
 		// after "go" the host sends nothing more: the end of input means
@@ -146,6 +160,57 @@ func logTail(dir string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
+// NewPassword makes a password for one repetition's server: 32 random
+// hex digits (nothing a configuration file or a command line could read
+// as anything else).
+func NewPassword() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("service: making a password: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// ValidPassword says whether pw is one NewPassword could have made (hex
+// digits, 16 to 128 of them).
+func ValidPassword(pw string) bool {
+	if len(pw) < 16 || len(pw) > 128 {
+		return false
+	}
+	for _, r := range pw {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckConfigPath refuses a path that could not be written into a server's
+// configuration as it is: only letters, digits and / . _ - (no spaces,
+// quotes, separators or newlines), absolute, without "..".
+func CheckConfigPath(path string) error {
+	ok := filepath.IsAbs(path) && !strings.Contains(path, "..")
+	for _, r := range path {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-", r)) {
+			ok = false
+		}
+	}
+	if !ok {
+		return fmt.Errorf("service: the directory %q cannot go into a server's configuration (want an absolute path of letters, digits and / . _ -)", path)
+	}
+	return nil
+}
+
+// CheckListen refuses a listen address that is not one IP literal other
+// than the unspecified one: it goes into the servers' configurations.
+func CheckListen(bind string) error {
+	ip := net.ParseIP(bind)
+	if ip == nil || ip.IsUnspecified() || ip.IsMulticast() {
+		return fmt.Errorf("service: listen address %q: want one IP address of this machine (not 0.0.0.0 or ::)", bind)
+	}
+	return nil
+}
+
 // config is one server's setup inside its directory.
 type config struct {
 	kind     string
@@ -154,6 +219,27 @@ type config struct {
 	port     int
 	size     int64
 	maxConns int
+	password string // redis: requirepass; mariadb: the oltp user's
+}
+
+// check validates what goes into the server's configuration files.
+func (c config) check() error {
+	if err := CheckConfigPath(c.dir); err != nil {
+		return err
+	}
+	if err := CheckListen(c.bind); err != nil {
+		return err
+	}
+	if c.port < 1 || c.port > 65535 {
+		return fmt.Errorf("service: port %d out of range", c.port)
+	}
+	if c.maxConns < 0 || c.size < 0 {
+		return errors.New("service: negative size or connection count")
+	}
+	if (c.kind == Redis || c.kind == MariaDB) && !ValidPassword(c.password) {
+		return fmt.Errorf("service %s: no valid password", c.kind)
+	}
+	return nil
 }
 
 // prepare writes the server's files (and initialises MariaDB's data
@@ -161,6 +247,9 @@ type config struct {
 // adds the time spent writing http's served file, isobench's untimed
 // setup, to *setup (MariaDB's initialisation is the service's own start).
 func (c config) prepare(ctx context.Context, setup *time.Duration) ([]string, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -189,17 +278,54 @@ func (c config) prepare(ctx context.Context, setup *time.Duration) ([]string, er
 		}
 		return c.apache()
 	case Redis:
-		mc := c.maxConns
-		if mc == 0 {
-			mc = 10000
-		}
-		return []string{"redis-server", "--port", strconv.Itoa(c.port), "--bind", c.bind, "--protected-mode", "no",
-			"--save", "", "--appendonly", "no", "--dir", c.dir, "--daemonize", "no", "--logfile", "",
-			"--maxclients", strconv.Itoa(mc)}, nil
+		return c.redis()
 	case MariaDB:
 		return c.mariadb(ctx)
 	}
 	return nil, fmt.Errorf("service: unknown kind %q", c.kind)
+}
+
+// redis writes redis.conf (0600: it holds the password) and returns the
+// command running the server on it.
+func (c config) redis() ([]string, error) {
+	mc := c.maxConns
+	if mc == 0 {
+		mc = 10000
+	}
+	conf := fmt.Sprintf(`port %d
+bind %s
+protected-mode yes
+requirepass %s
+save ""
+appendonly no
+dir %s
+daemonize no
+logfile ""
+maxclients %d
+`, c.port, c.bind, c.password, c.dir, mc)
+	f := filepath.Join(c.dir, "redis.conf")
+	if err := writePrivate(f, conf); err != nil {
+		return nil, err
+	}
+	return []string{"redis-server", f}, nil
+}
+
+// writePrivate writes a file only its owner reads (it holds a password),
+// replacing what was there.
+func writePrivate(path, body string) error {
+	os.Remove(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("service: %w", err)
+	}
+	if _, err := f.WriteString(body); err != nil {
+		f.Close()
+		return fmt.Errorf("service: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("service: %w", err)
+	}
+	return nil
 }
 
 func (c config) nginx() ([]string, error) {
@@ -292,7 +418,11 @@ DocumentRoot %[1]s/www
 // (its log in dir/server.log) and returns the command that runs it in the
 // foreground; the transfer workloads' wget downloads use it.
 func ApacheArgv(dir, bind string, port int) ([]string, error) {
-	return config{kind: Apache, dir: dir, bind: bind, port: port}.apache()
+	c := config{kind: Apache, dir: dir, bind: bind, port: port}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return c.apache()
 }
 
 func (c config) mariadb(ctx context.Context) ([]string, error) {
@@ -306,10 +436,12 @@ func (c config) mariadb(ctx context.Context) ([]string, error) {
 			return nil, fmt.Errorf("service: mariadb-install-db: %w: %s", err, lastLines(out.String(), 10))
 		}
 	}
-	init := fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %[1]s;\nCREATE USER IF NOT EXISTS '%[2]s'@'%%' IDENTIFIED BY '%[3]s';\nGRANT ALL ON %[1]s.* TO '%[2]s'@'%%';\n", dbName, dbUser, dbPass)
+	// this repetition's password, also for a user a prepared table
+	// (seed.go) brought with an earlier one
+	init := fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %[1]s;\nCREATE USER IF NOT EXISTS '%[2]s'@'%%' IDENTIFIED BY '%[3]s';\nALTER USER '%[2]s'@'%%' IDENTIFIED BY '%[3]s';\nGRANT ALL ON %[1]s.* TO '%[2]s'@'%%';\n", dbName, dbUser, c.password)
 	initFile := filepath.Join(c.dir, "init.sql")
-	if err := os.WriteFile(initFile, []byte(init), 0o644); err != nil {
-		return nil, fmt.Errorf("service: %w", err)
+	if err := writePrivate(initFile, init); err != nil {
+		return nil, err
 	}
 	mc := c.maxConns
 	if mc == 0 {
@@ -406,7 +538,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	if err != nil {
 		return nil, err
 	}
-	c := config{kind: kind, dir: dir, bind: p.Str("bind"), port: p.Int("port"), size: p.Size("size"), maxConns: p.Int("max-conns")}
+	c := config{kind: kind, dir: dir, bind: p.Str("bind"), port: p.Int("port"), size: p.Size("size"), maxConns: p.Int("max-conns"), password: p.Str("password")}
 	var setup time.Duration
 	argv, err := c.prepare(ctx, &setup)
 	if err != nil {
@@ -423,7 +555,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	if probeAddr == "0.0.0.0" || probeAddr == "" {
 		probeAddr = "127.0.0.1"
 	}
-	if err := waitReady(ctx, pr, kind, net.JoinHostPort(probeAddr, strconv.Itoa(c.port)), p.Size("size"), p.Duration("ready-timeout")); err != nil {
+	if err := waitReady(ctx, pr, c, net.JoinHostPort(probeAddr, strconv.Itoa(c.port)), p.Duration("ready-timeout")); err != nil {
 		pr.stop()
 		return nil, fmt.Errorf("service %s: %w; %s%s", kind, err, logMarker, logTail(dir, logLines))
 	}
@@ -445,7 +577,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	default:
 	}
 	// still answering after the clients are done?
-	if err := probe(ctx, kind, net.JoinHostPort(probeAddr, strconv.Itoa(c.port)), p.Size("size")); err != nil {
+	if err := probe(ctx, c, net.JoinHostPort(probeAddr, strconv.Itoa(c.port))); err != nil {
 		pr.stop()
 		return nil, fmt.Errorf("service %s stopped answering while serving (%v); %s%s", kind, err, logMarker, logTail(dir, logLines))
 	}
@@ -455,15 +587,15 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 
 // waitReady probes addr until the server gives a good answer, it exits, or
 // the timeout passes.
-func waitReady(ctx context.Context, pr *proc, kind, addr string, size int64, timeout time.Duration) error {
+func waitReady(ctx context.Context, pr *proc, c config, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		last = probe(ctx, kind, addr, size)
+		last = probe(ctx, c, addr)
 		if last == nil {
 			return nil
 		}
-		if errors.Is(last, errBadAnswer) && (kind == Nginx || kind == Apache) {
+		if errors.Is(last, errBadAnswer) && (c.kind == Nginx || c.kind == Apache) {
 			return last // a web server answering errors will not get better
 		}
 		select {

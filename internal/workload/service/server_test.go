@@ -36,6 +36,9 @@ func serveHere(t *testing.T, params map[string]string, during func(port int)) ([
 	}
 	params["port"] = strconv.Itoa(port)
 	params["bind"] = "127.0.0.1"
+	if _, ok := params["password"]; !ok {
+		params["password"] = testPassword
+	}
 	p, err := Server.Resolve(params)
 	if err != nil {
 		t.Fatal(err)
@@ -108,9 +111,14 @@ func TestReadyTimeout(t *testing.T) {
 	}
 }
 
-func runTool(t *testing.T, argv []string) string {
+// testPassword is the servers' password in the tests that start them here.
+const testPassword = "0123456789abcdef0123456789abcdef"
+
+func runTool(t *testing.T, argv []string, stdin ...string) string {
 	t.Helper()
-	out, err := exec.CommandContext(t.Context(), argv[0], argv[1:]...).CombinedOutput()
+	cmd := exec.CommandContext(t.Context(), argv[0], argv[1:]...)
+	cmd.Stdin = strings.NewReader(strings.Join(stdin, ""))
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Logf("%s: %v", strings.Join(argv, " "), err)
 	}
@@ -148,18 +156,22 @@ func TestServersNative(t *testing.T) {
 			var clientMs []sample.Metric
 			var clientErr error
 			ms, err := serveHere(t, sp, func(port int) {
+				var stdin string
+				if k.stdin != nil {
+					stdin = k.stdin(testPassword)
+				}
 				if k.prepareArgv != nil {
-					argv, err := k.prepareArgv(cp, "127.0.0.1", port)
+					argv, err := k.prepareArgv(cp, "127.0.0.1", port, testPassword)
 					if err != nil {
 						t.Fatal(err)
 					}
-					runTool(t, argv)
+					runTool(t, argv, stdin)
 				}
-				argv, err := k.clientArgv(cp, "127.0.0.1", port)
+				argv, err := k.clientArgv(cp, "127.0.0.1", port, testPassword)
 				if err != nil {
 					t.Fatal(err)
 				}
-				out := runTool(t, argv)
+				out := runTool(t, argv, stdin)
 				clientMs, clientErr = k.parser(cp)(strings.NewReader(out))
 				if clientErr != nil {
 					t.Logf("output:\n%s", out)
@@ -202,7 +214,7 @@ func TestServerNeverReady(t *testing.T) {
 	}
 	need(t, "redis-server")
 	t.Setenv(workload.ScratchEnv, t.TempDir())
-	p, err := Server.Resolve(map[string]string{"kind": Redis, "bind": "203.0.113.1", "port": "6399", "ready-timeout": "10s"})
+	p, err := Server.Resolve(map[string]string{"kind": Redis, "bind": "203.0.113.1", "port": "6399", "ready-timeout": "10s", "password": testPassword})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +236,7 @@ func TestServerDies(t *testing.T) {
 	}
 	need(t, "redis-server", "redis-cli")
 	ms, err := serveHere(t, map[string]string{"kind": Redis}, func(port int) {
-		runTool(t, []string{"redis-cli", "-p", strconv.Itoa(port), "shutdown", "nosave"})
+		runTool(t, []string{"redis-cli", "-p", strconv.Itoa(port), "-a", testPassword, "--no-auth-warning", "shutdown", "nosave"})
 	})
 	if err == nil {
 		t.Fatalf("a server that exited while serving reported %v", ms)
