@@ -120,7 +120,7 @@ var Server = workload.Def{
 	Internal: true,
 	Help:     "internal: the network workloads' server end",
 	Params: []workload.Param{
-		{Name: "bind", Kind: workload.String, Default: "0.0.0.0", Help: "address to listen on"},
+		{Name: "bind", Kind: workload.ListenIP, Default: "127.0.0.1", Help: "address to listen on: the instance's own address (never every interface)"},
 		{Name: "port", Kind: workload.Int, Default: "5201", Min: 1, Max: 65535, Help: "port to listen on"},
 		{Name: "timeout", Kind: workload.Duration, Default: "1h", Min: 1, Max: 86400, Help: "stop serving after this long even without a stop"},
 		{Name: "watch-stdin", Kind: workload.Bool, Default: "false", Help: "also stop when the agent's standard input closes (the host went away); only for an agent in its own process"},
