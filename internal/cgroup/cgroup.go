@@ -75,6 +75,9 @@ func New(name string, l Limits) (*Group, error) {
 			if err := write(dir, "memory.max", strconv.FormatInt(l.Memory, 10)); err != nil {
 				return fail(err)
 			}
+			if err := noSwap(dir, l.Memory); err != nil {
+				return fail(err)
+			}
 		}
 		return g, nil
 	}
@@ -113,10 +116,68 @@ func New(name string, l Limits) (*Group, error) {
 				if err := write(dir, "memory.limit_in_bytes", strconv.FormatInt(l.Memory, 10)); err != nil {
 					return fail(err)
 				}
+				if err := noSwap(dir, l.Memory); err != nil {
+					return fail(err)
+				}
 			}
 		}
 	}
 	return g, nil
+}
+
+// SwapUnavailable is the swap_limit fact of a memory limit on a kernel
+// without swap accounting: memory+swap cannot be limited, so the group's
+// swappiness is 0 instead.
+const SwapUnavailable = "unavailable(no swap accounting)"
+
+// SwapAccounting reports whether the kernel accounts swap to cgroups (v1:
+// the memory controller has memory.memsw.* files; v2: groups have
+// memory.swap.max).
+func SwapAccounting() bool {
+	if Version() == 2 {
+		m, _ := filepath.Glob(filepath.Join(Root, "*", "memory.swap.max"))
+		return len(m) > 0
+	}
+	m, _ := filepath.Glob(filepath.Join(Root, "memory", "memory.memsw.limit_in_bytes"))
+	if len(m) == 0 {
+		m, _ = filepath.Glob(filepath.Join(Root, "memory", "*", "memory.memsw.limit_in_bytes"))
+	}
+	return len(m) > 0
+}
+
+// noSwap gives the group in dir, whose memory limit is memory, Docker's
+// meaning of a memory limit with --memory-swap of the same size: no swap
+// beyond it (v1 memory.memsw.limit_in_bytes = memory; v2 memory.swap.max
+// = 0). Without swap accounting it sets the group's swappiness to 0 (v1)
+// instead; SwapFacts says which.
+func noSwap(dir string, memory int64) error {
+	if Version() == 2 {
+		if _, err := os.Stat(filepath.Join(dir, "memory.swap.max")); err != nil {
+			return nil // no swap accounting: v2 has no per-group swappiness
+		}
+		return write(dir, "memory.swap.max", "0")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "memory.memsw.limit_in_bytes")); err != nil {
+		return write(dir, "memory.swappiness", "0")
+	}
+	return write(dir, "memory.memsw.limit_in_bytes", strconv.FormatInt(memory, 10))
+}
+
+// SwapFacts adds to f what a memory limit of memory bytes (none when 0)
+// means for swap on this host, as Docker's facts say it:
+// memory_swap_limit (memory and swap together) when the kernel accounts
+// swap, else swap_limit=SwapUnavailable (and on v1 memory_swappiness=0).
+func SwapFacts(f map[string]string, memory int64) {
+	switch {
+	case memory <= 0:
+	case SwapAccounting():
+		f["memory_swap_limit"] = strconv.FormatInt(memory, 10)
+	default:
+		f["swap_limit"] = SwapUnavailable
+		if Version() == 1 {
+			f["memory_swappiness"] = "0"
+		}
+	}
 }
 
 func write(dir, file, val string) error {

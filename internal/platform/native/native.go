@@ -320,6 +320,7 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	}
 	if in.spec.Memory > 0 {
 		f["memory"] = strconv.FormatInt(in.spec.Memory, 10)
+		cgroup.SwapFacts(f, in.spec.Memory) // the cgroup allows no swap beyond it
 	}
 	return f
 }
