@@ -7,6 +7,8 @@ import (
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/confine"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
 )
@@ -22,10 +24,25 @@ const cfsPeriod = local.CFSPeriod
 // defaultCaps is Docker's default capability set (moby's
 // oci/caps.DefaultCapabilities), which `runc spec` and crun's defaults also
 // start from.
-var defaultCaps = []string{
-	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
-	"CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
-	"CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+var defaultCaps = confine.DockerCaps
+
+// dockerDevices is the devices cgroup of a Docker container: deny all,
+// then confine.DockerDevices. runc appends most of these itself, crun
+// fewer (no tun), and Docker's spec adds the console: listing them all
+// gives every runtime Docker's list.
+func dockerDevices() []specs.LinuxDeviceCgroup {
+	out := []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}
+	for _, r := range confine.DockerDevices {
+		d := specs.LinuxDeviceCgroup{Allow: true, Type: string(r.Type), Access: r.Access}
+		if r.Major >= 0 {
+			d.Major = &r.Major
+		}
+		if r.Minor >= 0 {
+			d.Minor = &r.Minor
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // nofile raises the container's open-files limit to the host's hard limit
@@ -96,14 +113,23 @@ func ociConfig(s platform.Spec, b bundleConfig) (*specs.Spec, error) {
 	if b.volume != "" {
 		mounts = append(mounts, specs.Mount{Destination: platform.ScratchDir, Type: "bind", Source: b.volume, Options: []string{"rbind", "rw"}})
 	}
-	res := &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}}
+	res := &specs.LinuxResources{Devices: dockerDevices()}
 	if s.CPUs > 0 {
 		quota, period := int64(s.CPUs*cfsPeriod), uint64(cfsPeriod)
 		res.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
 	}
 	if s.Memory > 0 {
+		// Docker's meaning (isobench's docker platform sets --memory-swap
+		// to the same size): no swap beyond the limit; without swap
+		// accounting, swappiness 0 (cgroup.SwapFacts says which)
 		limit := s.Memory
 		res.Memory = &specs.LinuxMemory{Limit: &limit}
+		if cgroup.SwapAccounting() {
+			res.Memory.Swap = &limit
+		} else if cgroup.Version() == 1 {
+			var zero uint64
+			res.Memory.Swappiness = &zero
+		}
 	}
 	spec := &specs.Spec{
 		Version: ociVersion,
@@ -112,9 +138,11 @@ func ociConfig(s platform.Spec, b bundleConfig) (*specs.Spec, error) {
 			Env:  local.Env(),
 			Cwd:  "/",
 			// no inheritable set, as Docker since 20.10.14 (CVE-2022-24769)
-			Capabilities:    &specs.LinuxCapabilities{Bounding: defaultCaps, Effective: defaultCaps, Permitted: defaultCaps},
-			Rlimits:         []specs.POSIXRlimit{nofile()},
-			NoNewPrivileges: true,
+			Capabilities: &specs.LinuxCapabilities{Bounding: defaultCaps, Effective: defaultCaps, Permitted: defaultCaps},
+			Rlimits:      []specs.POSIXRlimit{nofile()},
+			// no no_new_privs: Docker sets it only when asked
+			// (--security-opt no-new-privileges)
+			NoNewPrivileges: false,
 		},
 		Root:     &specs.Root{Path: b.rootfs},
 		Hostname: local.Hostname,

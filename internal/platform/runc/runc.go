@@ -244,10 +244,9 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	if err := in.CheckExec(argv); err != nil {
 		return err
 	}
-	// the bundle's process has noNewPrivileges; runc's exec inherits it,
-	// crun's (1.8) does not unless asked, so ask both
-	args := append([]string{"exec", "--no-new-privs"}, ExecArgs(in.ID(), argv)[1:]...)
-	full := in.p.command(args...)
+	// no --no-new-privs: Docker's exec, like its containers, leaves
+	// no_new_privs unset
+	full := in.p.command(ExecArgs(in.ID(), argv)...)
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
 	return local.Run(ctx, cmd, argv, in.p.runtime+" exec")

@@ -10,6 +10,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/confine"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/local/localtest"
@@ -46,6 +48,17 @@ func TestOCIConfig(t *testing.T) {
 	}
 	if mem := c.Linux.Resources.Memory; mem == nil || mem.Limit == nil || *mem.Limit != 256<<20 {
 		t.Errorf("memory %+v", c.Linux.Resources.Memory)
+	} else if cgroup.SwapAccounting() && (mem.Swap == nil || *mem.Swap != *mem.Limit) {
+		t.Errorf("memory+swap %v, want the memory limit (no swap beyond it, as Docker)", mem.Swap)
+	} else if !cgroup.SwapAccounting() && cgroup.Version() == 1 && (mem.Swappiness == nil || *mem.Swappiness != 0) {
+		t.Errorf("no swap accounting, and swappiness %v, want 0", mem.Swappiness)
+	}
+	if d := c.Linux.Resources.Devices; len(d) != 1+len(confine.DockerDevices) || d[0].Allow || d[0].Access != "rwm" ||
+		!d[1].Allow || d[1].Type != "c" || d[1].Major != nil || d[1].Access != "m" {
+		t.Errorf("devices %+v, want deny all, then Docker's", d)
+	}
+	if c.Process.NoNewPrivileges {
+		t.Error("no_new_privs set; Docker sets it only when asked")
 	}
 	if c.Linux.CgroupsPath != "/isobench/isob-rabc" || c.Root.Path != "/x/rootfs" || c.Process.Terminal {
 		t.Errorf("config %+v", c)
