@@ -48,7 +48,26 @@ if [ "${1:-}" = --print ]; then echo "$K8S_BIN/current"; exit 0; fi
 check_only=0
 missing=()
 if [ "${1:-}" = --cached ]; then check_only=1; fi
+# The Debian packages the build (gcc and libseccomp for runc and the pause
+# binary) and the cluster (CNI plugins, openssl for its certificates, curl,
+# ip) need; start-k8s.sh runs this script first, so both get them here.
+k8s_pkgs=(gcc libc6-dev libseccomp-dev pkg-config containernetworking-plugins openssl curl iproute2 ca-certificates)
+install_deps() {
+  command -v dpkg-query >/dev/null 2>&1 || return 0 # not Debian: the checks below name what is missing
+  local p missing=()
+  for p in "${k8s_pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  [ "$(id -u)" = 0 ] || die "these Debian packages are needed: ${missing[*]} (run as root to install them, or apt-get install them)"
+  log "installing ${missing[*]}"
+  apt-get update -qq || die "apt-get update failed; needed: ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+    die "apt-get install ${missing[*]} failed"
+}
+
 if [ "$check_only" = 0 ]; then
+  install_deps
   command -v go >/dev/null 2>&1 || die "Go is needed (Go 1.26+ for Kubernetes $K8S_VERSION)"
   mkdir -p "$K8S_SRC" "$K8S_BIN/current"
 fi
