@@ -134,18 +134,20 @@ func TestServerRefusesInjection(t *testing.T) {
 }
 
 // TestRedisNeedsPassword starts Redis as the server half does: a client
-// without the password is refused, and the configuration holding it is
-// readable by its owner only.
+// without the password is refused, one with it cannot run CONFIG SET
+// (redis-benchmark's argv shows the password), and the configuration
+// holding it is readable by its owner only.
 func TestRedisNeedsPassword(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real servers")
 	}
 	need(t, "redis-server", "redis-cli")
-	var noAuth, withAuth string
+	var noAuth, withAuth, configSet string
 	var confMode os.FileMode
 	_, err := serveHere(t, map[string]string{"kind": Redis}, func(port int) {
 		noAuth = runTool(t, []string{"redis-cli", "-p", strconv.Itoa(port), "config", "get", "dir"})
 		withAuth = runTool(t, []string{"redis-cli", "-p", strconv.Itoa(port), "-a", testPassword, "--no-auth-warning", "ping"})
+		configSet = runTool(t, []string{"redis-cli", "-p", strconv.Itoa(port), "-a", testPassword, "--no-auth-warning", "config", "set", "dir", "/"})
 		dir, _ := serviceDir(Redis)
 		if st, err := os.Stat(filepath.Join(dir, "redis.conf")); err == nil {
 			confMode = st.Mode().Perm()
@@ -159,6 +161,9 @@ func TestRedisNeedsPassword(t *testing.T) {
 	}
 	if strings.TrimSpace(withAuth) != "PONG" {
 		t.Errorf("with the password Redis answered %q", withAuth)
+	}
+	if !strings.Contains(configSet, "NOPERM") {
+		t.Errorf("CONFIG SET dir with the password answered %q, want NOPERM (no file written as root where one likes)", configSet)
 	}
 	if confMode != 0o600 {
 		t.Errorf("redis.conf mode %o, want 0600", confMode)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,7 +238,25 @@ func TestServerDies(t *testing.T) {
 	}
 	need(t, "redis-server", "redis-cli")
 	ms, err := serveHere(t, map[string]string{"kind": Redis}, func(port int) {
-		runTool(t, []string{"redis-cli", "-p", strconv.Itoa(port), "-a", testPassword, "--no-auth-warning", "shutdown", "nosave"})
+		// SIGTERM, as the password does not allow SHUTDOWN
+		dir, _ := serviceDir(Redis)
+		b, err := os.ReadFile(filepath.Join(dir, "redis.pid"))
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 1 {
+			t.Fatalf("redis.pid: %q %v", b, err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		// until it is gone (reaped by serve), as SHUTDOWN returned
+		for end := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); os.IsNotExist(err) {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatal("redis did not exit on SIGTERM")
+			}
+		}
 	})
 	if err == nil {
 		t.Fatalf("a server that exited while serving reported %v", ms)
