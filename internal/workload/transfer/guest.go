@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,7 +48,7 @@ var Server = workload.Def{
 	Help:     "internal: serves or receives a data set over scp, http, smb or ftp while the host's clients move it",
 	Params: []workload.Param{
 		{Name: "proto", Kind: workload.Enum, Enum: protos, Default: SCP, Help: "protocol"},
-		{Name: "bind", Kind: workload.String, Default: "0.0.0.0", Help: "address to listen on"},
+		{Name: "bind", Kind: workload.ListenIP, Default: "127.0.0.1", Help: "address to listen on: the instance's own address (never every interface)"},
 		{Name: "port", Kind: workload.Int, Default: "2222", Min: 1, Max: 65535, Help: "port"},
 		{Name: "pasv", Kind: workload.Int, Default: "0", Min: 0, Max: 65535, Help: "ftp: first of pasv-n passive ports"},
 		{Name: "pasv-n", Kind: workload.Int, Default: "0", Min: 0, Max: 1000, Help: "ftp: passive ports"},
@@ -55,9 +56,9 @@ var Server = workload.Def{
 		{Name: "data", Kind: workload.String, Default: "file/1m", Help: "data set (dataset.Parse)"},
 		{Name: "seed", Kind: workload.Int, Default: "1", Min: 0, Max: 1 << 62, Help: "data set seed"},
 		{Name: "clients", Kind: workload.Int, Default: "1", Min: 1, Max: 1000, Help: "upload: clients whose copies are verified"},
-		{Name: "authkey", Kind: workload.String, Default: "", Help: "scp: hex of the client's authorized public key line"},
-		{Name: "hostkey", Kind: workload.String, Default: "", Help: "scp: hex of the server's private host key"},
-		{Name: "secret", Kind: workload.String, Default: "", Help: "smb: the password"},
+		{Name: "authkey", Kind: workload.String, Default: "", Help: "scp: hex of the client's authorized public key line (one key, no options)"},
+		{Name: "hostkey", Kind: workload.String, Default: "", Secret: true, Help: "scp: hex of the server's private host key (OpenSSH format), given on the agent's stdin"},
+		{Name: "secret", Kind: workload.String, Default: "", Secret: true, Help: "smb: the password, given on the agent's stdin"},
 		{Name: "messages", Kind: workload.Int, Default: "1", Min: 0, Max: 1_000_000, Help: "smtp: messages each client sends"},
 		{Name: "msgsize", Kind: workload.Size, Default: "1k", Min: 1, Max: 1 << 30, Help: "smtp: body bytes of each message"},
 		{Name: "verify", Kind: workload.Bool, Default: "true", Help: "verify what the clients sent (false for busy neighbours)"},
@@ -65,6 +66,7 @@ var Server = workload.Def{
 		{Name: "ready-timeout", Kind: workload.Duration, Default: service.DurationParam(defaultReadyTimeout), Min: 0.1, Max: 3600, Help: "how long the server may take to accept connections"},
 		{Name: "timeout", Kind: workload.Duration, Default: "2h", Min: 1, Max: 86400, Help: "stop after this long even if the host does not say so"},
 	},
+	Check: checkServer,
 	Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
 		stop := make(chan struct{})
 		return serve(ctx, p, func() error {
@@ -75,6 +77,39 @@ var Server = workload.Def{
 			return nil
 		}, stop)
 	},
+}
+
+// reAuthKey is the one authorized_keys line the scp server accepts: a key
+// of a plain type, no options (command=, from=, ...), one line.
+var reAuthKey = regexp.MustCompile(`^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}( [A-Za-z0-9@._-]+)?\n?$`)
+
+// reHostKey is an OpenSSH private key file and nothing else.
+var reHostKey = regexp.MustCompile(`^-----BEGIN OPENSSH PRIVATE KEY-----\n([A-Za-z0-9+/=]+\n)+-----END OPENSSH PRIVATE KEY-----\n?$`)
+
+// checkServer validates what reaches the servers' configuration files and
+// key files beyond each parameter's kind (bind is a ListenIP): the scp
+// keys, the smb password, the passive port range. Secrets are never
+// quoted.
+func checkServer(p workload.Params) error {
+	if ak := p.Str("authkey"); ak != "" {
+		b, err := hex.DecodeString(ak)
+		if err != nil || !reAuthKey.Match(b) {
+			return errors.New("authkey: want the hex of one public key line without options")
+		}
+	}
+	if hk := p.Str("hostkey"); hk != "" {
+		b, err := hex.DecodeString(hk)
+		if err != nil || !reHostKey.Match(b) {
+			return errors.New("hostkey: want the hex of an OpenSSH private key file")
+		}
+	}
+	if sec := p.Str("secret"); sec != "" && !service.ValidPassword(sec) {
+		return errors.New("secret: not a password isobench makes (hex digits)")
+	}
+	if p.Int("pasv")+p.Int("pasv-n") > 65536 {
+		return fmt.Errorf("pasv %d and pasv-n %d go beyond port 65535", p.Int("pasv"), p.Int("pasv-n"))
+	}
+	return nil
 }
 
 // defaultReadyTimeout bounds a server's start (the host raises it under
@@ -100,6 +135,13 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		return nil, err
 	}
 	g := guest{proto: p.Str("proto"), dir: filepath.Join(scratch, "transfer-"+p.Str("proto")), bind: p.Str("bind"), port: p.Int("port"), p: p}
+	// the directory and the address go into the servers' configurations
+	if err := service.CheckConfigPath(g.dir); err != nil {
+		return nil, err
+	}
+	if err := service.CheckListen(g.bind); err != nil {
+		return nil, err
+	}
 	ds, err := dataset.Parse(p.Str("data"), uint64(p.Int("seed")))
 	if err != nil {
 		return nil, err
@@ -352,10 +394,7 @@ Subsystem sftp internal-sftp -d %s
 		for _, d := range []string{"run", "lock", "state", "cache", "private", "ncalrpc"} {
 			os.MkdirAll(filepath.Join(g.dir, d), 0o755)
 		}
-		iface := ""
-		if g.bind != "0.0.0.0" {
-			iface = "interfaces = " + g.bind + "\n  bind interfaces only = yes\n"
-		}
+		iface := "interfaces = " + g.bind + "\n  bind interfaces only = yes\n"
 		conf := fmt.Sprintf(`[global]
   smb ports = %[1]d
   %[3]s
@@ -406,39 +445,46 @@ Subsystem sftp internal-sftp -d %s
 	case FTP:
 		empty := filepath.Join(g.dir, "empty")
 		os.MkdirAll(empty, 0o755)
+		// anonymous (vsftpd's virtual users need PAM files, the host's
+		// own on native): listening on the instance's address only, and
+		// writable only when the clients upload
+		write := "NO"
+		if g.p.Str("direction") == Upload {
+			write = "YES"
+		}
 		pasv := ""
 		if g.p.Int("pasv-n") > 0 {
 			pasv = fmt.Sprintf("pasv_min_port=%d\npasv_max_port=%d\n", g.p.Int("pasv"), g.p.Int("pasv")+g.p.Int("pasv-n")-1)
 		}
 		conf := fmt.Sprintf(`listen=YES
 listen_ipv6=NO
-listen_address=%s
-listen_port=%d
+listen_address=%[1]s
+listen_port=%[2]d
 background=NO
 anonymous_enable=YES
 local_enable=NO
 no_anon_password=YES
-anon_root=%s
-write_enable=YES
-anon_upload_enable=YES
-anon_mkdir_write_enable=YES
-anon_other_write_enable=YES
+anon_root=%[3]s
+write_enable=%[7]s
+anon_upload_enable=%[7]s
+anon_mkdir_write_enable=%[7]s
+anon_other_write_enable=%[7]s
 anon_umask=022
 anon_world_readable_only=YES
 ftp_username=ftp
-secure_chroot_dir=%s
+secure_chroot_dir=%[4]s
 seccomp_sandbox=NO
 isolate_network=NO
 xferlog_enable=NO
-vsftpd_log_file=%s
+vsftpd_log_file=%[5]s
 dual_log_enable=NO
 syslog_enable=NO
 max_clients=0
 max_per_ip=0
 pasv_enable=YES
-%sconnect_from_port_20=NO
+%[6]sconnect_from_port_20=NO
 use_localtime=NO
-`, g.bind, g.port, filepath.Join(g.dir, "www"), empty, g.log(), pasv)
+`, g.bind, g.port, filepath.Join(g.dir, "www"), empty, g.log(), pasv, write)
 		f, err := wr("vsftpd.conf", conf, 0o600)
 		if err != nil {
 			return nil, err

@@ -352,10 +352,7 @@ func (g guest) postfix() ([]string, error) {
 	os.Chown(filepath.Join(g.dir, "data"), uid, gid)
 	// virtual(8) delivers as nobody
 	os.Chown(mail, 65534, 65534)
-	iface := g.bind
-	if iface == "0.0.0.0" {
-		iface = "all"
-	}
+	iface := g.bind // one address, checked (serve)
 	main := fmt.Sprintf(`compatibility_level = 3.6
 queue_directory = %[1]s/queue
 data_directory = %[1]s/data
@@ -366,8 +363,8 @@ mydomain = %[2]s
 mydestination =
 inet_interfaces = %[3]s
 inet_protocols = ipv4
-mynetworks = 127.0.0.0/8 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 169.254.0.0/16
-smtpd_relay_restrictions = permit_mynetworks, reject_unauth_destination
+mynetworks = 127.0.0.0/8
+smtpd_relay_restrictions = reject_unauth_destination
 virtual_mailbox_domains = %[2]s
 virtual_mailbox_base = %[4]s
 virtual_mailbox_maps = static:inbox/

@@ -64,7 +64,6 @@ package transfer
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -201,6 +200,9 @@ type run struct {
 	kh    string // scp: known_hosts
 	auth  string // smb: authentication file
 	gp    map[string]string
+	// sec are the server half's secret parameters (the scp host key, the
+	// smb password): on its stdin, never in its argv
+	sec map[string]string
 
 	mu    sync.Mutex
 	insts []platform.Instance
@@ -306,16 +308,17 @@ func (r *run) secrets(ctx context.Context) error {
 			return fmt.Errorf("transfer: %w", err)
 		}
 		r.gp["authkey"] = hex.EncodeToString(pub)
-		r.gp["hostkey"] = hex.EncodeToString(priv)
+		r.sec = map[string]string{"hostkey": hex.EncodeToString(priv)}
 	case SMB:
-		b := make([]byte, 12)
-		rand.Read(b)
-		sec := hex.EncodeToString(b)
+		sec, err := service.NewPassword()
+		if err != nil {
+			return err
+		}
 		r.auth = filepath.Join(r.tmp, "smbauth")
 		if err := os.WriteFile(r.auth, []byte("username = root\npassword = "+sec+"\n"), 0o600); err != nil {
 			return fmt.Errorf("transfer: %w", err)
 		}
-		r.gp["secret"] = sec
+		r.sec = map[string]string{"secret": sec}
 	}
 	return nil
 }
@@ -366,10 +369,10 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	if ip == nil || !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()) {
 		return nil, fmt.Errorf("transfer: refusing to connect to %q: only loopback and the instances' private addresses are used", addr)
 	}
-	bind := "0.0.0.0"
-	if ip.IsLoopback() {
-		bind = "127.0.0.1"
-	}
+	// the server listens on the instance's own address only: its address
+	// on the isobench network, loopback where the instance shares the
+	// host's network (native, network=host), never every interface
+	bind := addr
 	dial, err := platform.Endpoint(ctx, in, s.port)
 	if err != nil {
 		return nil, fmt.Errorf("transfer %s: %w", r.proto, err)
@@ -401,7 +404,7 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	if d := service.ReadyTimeout(s.facts, defaultReadyTimeout); d != defaultReadyTimeout {
 		gp["ready-timeout"] = service.DurationParam(d)
 	}
-	s.sess = agenthost.Start(ctx, in, ServerName, spec.Canonical(gp))
+	s.sess = agenthost.StartWith(ctx, in, ServerName, spec.Canonical(gp), agenthost.Options{Secrets: r.sec})
 	for _, step := range []func() error{
 		func() error {
 			err := s.sess.WaitReady(ctx)
