@@ -15,9 +15,15 @@
 //     (HTTP uploads need WebDAV); the tree's empty folders are made before
 //     the clock starts since HTTP moves files only.
 //   - smb: Samba's smbd in the instance (a share, the password made for the
-//     run), smbclient mget/mput with recurse from the host.
-//   - ftp: vsftpd in the instance (anonymous, uploads allowed, passive
-//     ports published), lftp mirror from the host (one file at a time);
+//     run and given to the agent on its stdin), smbclient mget/mput with
+//     recurse from the host.
+//
+// Every server listens on the instance's own address only (loopback on
+// native and network=host), and the run's secrets (the scp host key, the
+// smb password) reach the instance on the agent's stdin, never its argv.
+//   - ftp: vsftpd in the instance (anonymous, writable only for
+//     direction=upload, passive ports published), lftp mirror from the
+//     host (one file at a time);
 //     also file_latency_mean, the mean time per file. Study 004 drove FTP
 //     with JMeter: JMeter samples each request on its own (a login and
 //     one RETR/STOR per sampler, many threads, per-sample latency
