@@ -136,7 +136,8 @@ func run(ctx context.Context, reg workload.Registry, name, params string, secret
 			return fmt.Errorf("barrier: host did not release: %w", err)
 		}
 	}
-	ms, err := def.Agent(ctx, p, barrier)
+	tr := &tracker{}
+	ms, err := def.Agent(workload.WithTracker(ctx, tr), p, barrier)
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,7 @@ func run(ctx context.Context, reg workload.Registry, name, params string, secret
 			return err
 		}
 	}
-	w.emit(agentproto.Event{Event: agentproto.EvResult, Metrics: ms})
+	w.emit(agentproto.Event{Event: agentproto.EvResult, Metrics: ms, Timelines: tr.timelines()})
 	return nil
 }
 

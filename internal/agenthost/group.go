@@ -11,6 +11,7 @@ import (
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/window"
 )
 
 // Group is one agent workload running in several instances, released
@@ -82,6 +83,9 @@ func (g Group) Barrier(ctx context.Context) (skew time.Duration, err error) {
 	offsets, rtt, err := g.clockOffsets(ctx)
 	if err != nil {
 		return 0, err
+	}
+	for i := range g {
+		g[i].ClockOffset = offsets[i]
 	}
 	var release func(i int) error
 	switch g[0].opts.Barrier {
@@ -238,4 +242,33 @@ func (g Group) Abort() {
 	for _, s := range g {
 		s.Abort()
 	}
+}
+
+// Window is the common measurement window of the group's last results
+// for metric (window.Common), with every instance's timeline put on the
+// host's clock. ok is false when an instance tracked no such timeline (a
+// workload or agent without tracking) or the timelines are malformed.
+func (g Group) Window(metric string) (r window.Result, ok bool, err error) {
+	series := make([]window.Series, len(g))
+	for i, s := range g {
+		var tl *agentproto.Timeline
+		for j := range s.Timelines {
+			if s.Timelines[j].Metric == metric {
+				tl = &s.Timelines[j]
+			}
+		}
+		if tl == nil {
+			return window.Result{}, false, nil
+		}
+		clock := make([]int64, len(tl.Clock))
+		for k, c := range tl.Clock {
+			clock[k] = c - s.ClockOffset
+		}
+		series[i] = window.Series{Clock: clock, Count: tl.Count}
+	}
+	r, err = window.Common(series)
+	if err != nil {
+		return window.Result{}, false, err
+	}
+	return r, true, nil
 }

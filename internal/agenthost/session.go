@@ -38,6 +38,12 @@ type Session struct {
 	// Wake is how the agent woke at a deadline release: agentproto.WakeRT
 	// or WakeNormal ("" for a stdin release or an older agent).
 	Wake string
+	// ClockOffset is the agent's clock minus the host's (ns), as the
+	// group's barrier estimated it (0 where the clock is shared).
+	ClockOffset int64
+	// Timelines are the workload's tracked counts, from its result (on
+	// the agent's clock).
+	Timelines []agentproto.Timeline
 
 	id      string       // the instance's ID, for errors
 	opts    Options      // the bounds
@@ -369,6 +375,7 @@ func (s *Session) Result(ctx context.Context) ([]sample.Metric, map[string]strin
 			return nil, nil, fmt.Errorf("agent result: %w", err)
 		}
 	}
+	s.Timelines = ev.Timelines
 	return ev.Metrics, ev.Tags, nil
 }
 

@@ -20,6 +20,20 @@ type Event struct {
 	// answered a PingLine (pong), or when its workload was released
 	// (started).
 	Clock int64 `json:"clock,omitempty"`
+	// Timelines, on a result, are the workload's cumulative work sampled
+	// on the agent's clock while it ran (workload.Track), so the host can
+	// compute each instance's rate over the window in which every instance
+	// of the cell was running.
+	Timelines []Timeline `json:"timelines,omitempty"`
+}
+
+// Timeline is one metric's cumulative count at instants of the agent's
+// CLOCK_MONOTONIC (ns): Clock[0] is when the timed work began (count 0),
+// the last point when it ended; Clock ascends and Count never falls.
+type Timeline struct {
+	Metric string    `json:"metric"`
+	Clock  []int64   `json:"clock"`
+	Count  []float64 `json:"count"`
 }
 
 // Event names.

@@ -5,12 +5,14 @@ package report
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/stats"
+	"github.com/isobench/isobench/internal/window"
 )
 
 // Cell is one summarised row. Its JSON form is the report's json format.
@@ -155,6 +157,11 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 		c.Warnings = stats.Warnings(c.Values, c.Better, stats.WarnOptions{})
 		cells = append(cells, g)
 	}
+	ptrs := make([]*Cell, len(cells))
+	for i, g := range cells {
+		ptrs[i] = &g.cell
+	}
+	windowWarnings(ptrs)
 	bl, at := SplitBaseline(o.Baseline)
 	if _, ok := labelOrder[o.Baseline]; ok {
 		bl, at = o.Baseline, 0 // a label with an @ of its own
@@ -217,8 +224,42 @@ func SplitBaseline(s string) (label string, at int) {
 
 // metricRank puts the runner's bookkeeping metric last.
 func metricRank(m string) int {
-	if m == sample.SkewMetric {
+	if sample.Bookkeeping(m) {
 		return 1
 	}
 	return 0
+}
+
+// windowWarnings flags the cells of a platform × workload × instance count
+// whose instances, in some repetition, ran together for less than
+// window.MinFrac of their run (sample.WindowMetric): their rates were
+// read over a window that short, so the cell says so instead of being
+// averaged silently.
+func windowWarnings(cells []*Cell) {
+	type gk struct {
+		label, workload, params string
+		n                       int
+	}
+	short := map[gk][2]float64{} // lowest overlap %, repetitions below
+	for _, c := range cells {
+		if c.Metric != sample.WindowMetric {
+			continue
+		}
+		low, below := 100.0, 0.0
+		for _, v := range c.Values {
+			low = min(low, v)
+			if v < 100*window.MinFrac {
+				below++
+			}
+		}
+		if below > 0 {
+			short[gk{c.Label(), c.Workload, c.Params, c.Instances}] = [2]float64{low, below}
+		}
+	}
+	for _, c := range cells {
+		if w, ok := short[gk{c.Label(), c.Workload, c.Params, c.Instances}]; ok {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("short window: in %.0f of %d repetitions the %d instances ran together for under %.0f%% of their run (lowest %.0f%%); their rates are read over that window: lengthen duration",
+				w[1], len(c.Values), c.Instances, 100*window.MinFrac, w[0]))
+		}
+	}
 }

@@ -42,7 +42,7 @@ func PhaseMetric(m string) bool {
 func headline(cells []Cell) map[string]string {
 	best := map[string]Cell{}
 	for _, c := range cells {
-		if c.Metric == sample.SkewMetric || PhaseMetric(c.Metric) {
+		if sample.Bookkeeping(c.Metric) || PhaseMetric(c.Metric) {
 			continue
 		}
 		k := workloadLabel(c)
@@ -148,9 +148,10 @@ func ratioNum(r float64) string {
 
 // noiseAdvice is what to do about each kind of noise warning.
 var noiseAdvice = map[string]string{
-	"noisy":      "raise --reps or use --reps auto; see the report",
-	"cold start": "add --warmup 1",
-	"drift":      "something changed during the run (thermal throttling, another load); rerun on a quiet host",
+	"noisy":        "raise --reps or use --reps auto; see the report",
+	"cold start":   "add --warmup 1",
+	"drift":        "something changed during the run (thermal throttling, another load); rerun on a quiet host",
+	"short window": "lengthen the workload's duration: its instances did not run together long enough",
 }
 
 // noiseLines prints one line per kind of noise warning: how many cells,
@@ -185,6 +186,8 @@ func noiseLines(w io.Writer, cells []Cell) error {
 			what = "with a cold start (first repetition far off)"
 		case "drift":
 			what = "drifting over the run"
+		case "short window":
+			what = "whose instances ran together for under 90% of their run"
 		}
 		advice := noiseAdvice[k]
 		if advice == "" {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/window"
 	"github.com/isobench/isobench/internal/workload"
 )
 
@@ -328,7 +330,7 @@ func rotate(ts []Target, k int) []Target {
 func primary(samples []sample.Sample) (float64, bool) {
 	var first string
 	for _, s := range samples {
-		if s.Instance == sample.AggregateInstance && s.Metric != sample.SkewMetric {
+		if s.Instance == sample.AggregateInstance && !sample.Bookkeeping(s.Metric) {
 			if first == "" {
 				first = s.Metric
 			}
@@ -376,13 +378,12 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 	}
 	start := time.Now()
 	var results []workload.InstanceResult
-	var skew time.Duration
-	var wake string
+	var ar agentRun
 	var err error
 	if job.Def.Host != nil {
 		results, err = job.Def.Host(ctx, job.Params, workload.HostEnv{Platform: t.Platform, Base: base, Instances: n, NewName: r.name})
 	} else {
-		results, skew, wake, err = r.agentRep(ctx, t, base, job, n, rep)
+		results, ar, err = r.agentRep(ctx, t, base, job, n, rep)
 	}
 	dur := time.Since(start)
 	if err != nil {
@@ -418,17 +419,78 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 	}
 	if job.Def.Agent != nil && n > 1 {
 		skewTags := aggTags
-		if wake != "" {
+		if ar.wake != "" {
 			// how the agents woke at the release (agentproto.WakeTag)
 			skewTags = maps.Clone(aggTags)
 			if skewTags == nil {
 				skewTags = map[string]string{}
 			}
-			skewTags["wake"] = wake
+			skewTags["wake"] = ar.wake
 		}
-		out = append(out, mk(sample.Metric{Name: sample.SkewMetric, Value: float64(skew) / float64(time.Millisecond), Unit: "ms", Better: sample.Lower}, sample.AggregateInstance, skewTags, start, dur))
+		out = append(out, mk(sample.Metric{Name: sample.SkewMetric, Value: float64(ar.skew) / float64(time.Millisecond), Unit: "ms", Better: sample.Lower}, sample.AggregateInstance, skewTags, start, dur))
+		if ar.window != nil {
+			wtags := maps.Clone(aggTags)
+			if wtags == nil {
+				wtags = map[string]string{}
+			}
+			wtags["window_ms"] = strconv.FormatFloat(float64(ar.window.Overlap)/float64(time.Millisecond), 'f', 1, 64)
+			out = append(out, mk(sample.Metric{Name: sample.WindowMetric, Value: 100 * ar.window.Frac, Unit: "%", Better: sample.Higher}, sample.AggregateInstance, wtags, start, dur))
+		}
 	}
 	return out, nil
+}
+
+// agentRun is what an agent repetition tells beside its results: the
+// barrier's skew, how the agents woke (agenthost.Group.Wake) and, for
+// several instances whose workload tracked its work, their common window.
+type agentRun struct {
+	skew   time.Duration
+	wake   string
+	window *window.Result
+}
+
+// commonWindow replaces, in every instance's metrics, each tracked rate
+// (workload.Track) by the instance's rate over the window in which every
+// instance of the repetition was running, and returns the narrowest such
+// window (nil when nothing was tracked). The rate over the instance's own
+// interval stays in its tags as METRIC_own. A window that cannot be
+// computed (the runs did not overlap at all) is an error: the instances
+// did not run concurrently.
+func commonWindow(g agenthost.Group, ms [][]sample.Metric, tags []map[string]string) (*window.Result, error) {
+	if len(g) < 2 {
+		return nil, nil
+	}
+	var narrowest *window.Result
+	seen := map[string]bool{}
+	for _, tl := range g[0].Timelines {
+		if seen[tl.Metric] {
+			continue
+		}
+		seen[tl.Metric] = true
+		w, ok, err := g.Window(tl.Metric)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		for i := range ms {
+			for j := range ms[i] {
+				if ms[i][j].Name != tl.Metric {
+					continue
+				}
+				if tags[i] == nil {
+					tags[i] = map[string]string{}
+				}
+				tags[i][tl.Metric+"_own"] = strconv.FormatFloat(ms[i][j].Value, 'g', 6, 64)
+				ms[i][j].Value = w.Rates[i]
+			}
+		}
+		if narrowest == nil || w.Frac < narrowest.Frac {
+			narrowest = &w
+		}
+	}
+	return narrowest, nil
 }
 
 // agentRep creates n instances, runs the agent workload in each, releases
@@ -437,7 +499,7 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 // agentRep runs one repetition of an in-guest workload on n instances; it
 // returns their results, the barrier's skew and how the agents woke
 // (agenthost.Group.Wake).
-func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job Job, n, rep int) ([]workload.InstanceResult, time.Duration, string, error) {
+func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job Job, n, rep int) ([]workload.InstanceResult, agentRun, error) {
 	insts := make([]platform.Instance, n)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.InstanceTimeout)
@@ -461,7 +523,7 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 		insts[i] = in
 		return nil
 	}); err != nil {
-		return nil, 0, "", err
+		return nil, agentRun{}, err
 	}
 	// Every exec ends with this context: cancelling it unblocks them all.
 	ectx, cancel := context.WithCancel(ctx)
@@ -470,7 +532,7 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 	skew, err := g.Barrier(ectx)
 	if err != nil {
 		g.Abort()
-		return nil, 0, "", explainOOM(ctx, insts, base.Memory, err)
+		return nil, agentRun{}, explainOOM(ctx, insts, base.Memory, err)
 	}
 	// the timed part is bounded by the workload's duration, so a
 	// workload that hangs while its agent still beats is given up on too
@@ -488,7 +550,11 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 	ms, tags, err := g.Results(rctx)
 	if err != nil {
 		g.Abort()
-		return nil, 0, "", explainOOM(ctx, insts, base.Memory, err)
+		return nil, agentRun{}, explainOOM(ctx, insts, base.Memory, err)
+	}
+	win, err := commonWindow(g, ms, tags)
+	if err != nil {
+		return nil, agentRun{}, err
 	}
 	results := make([]workload.InstanceResult, n)
 	for i := range insts {
@@ -499,5 +565,5 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 		maps.Copy(all, tags[i])
 		results[i] = workload.InstanceResult{Instance: i, Metrics: ms[i], Tags: all}
 	}
-	return results, skew, g.Wake(), nil
+	return results, agentRun{skew: skew, wake: g.Wake(), window: win}, nil
 }

@@ -433,3 +433,58 @@ func TestOnlyFinishedRepetitionsAreMarked(t *testing.T) {
 		}
 	}
 }
+
+// TestRatesOverTheCommonWindow: with several instances whose workload
+// tracks its work, each instance's rate is read over the window in which
+// all of them ran (the own-interval rate kept as a tag), and the window's
+// share of the run is stored as the runner's window metric.
+func TestRatesOverTheCommonWindow(t *testing.T) {
+	def := workload.Def{
+		Name: "ticker",
+		Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+			if err := ready(); err != nil {
+				return nil, err
+			}
+			start := time.Now()
+			// 1000 units per second of wall time, counted as it goes
+			stop := workload.Track(ctx, "ops", func() float64 { return float64(time.Since(start).Milliseconds()) })
+			time.Sleep(300 * time.Millisecond)
+			stop()
+			return []sample.Metric{{Name: "ops", Value: 123, Unit: "ops/s", Better: sample.Higher, Agg: sample.Sum}}, nil
+		},
+	}
+	reg, a, _ := setup(t, def)
+	sink := &memSink{}
+	r := &runner.Runner{Sink: sink, RunID: 1}
+	plan := runner.Plan{
+		Targets:   []runner.Target{{Label: "a", Name: "a", Platform: a}},
+		Jobs:      []runner.Job{job(t, reg, "ticker", nil)},
+		Instances: []int{1, 3},
+		Reps:      1,
+	}
+	if err := r.Run(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	var windows int
+	for _, s := range sink.all() {
+		switch {
+		case s.Metric == sample.WindowMetric:
+			windows++
+			if s.Instances != 3 || s.Value <= 50 || s.Value > 100.0001 || s.Tags["window_ms"] == "" {
+				t.Errorf("window sample %+v", s)
+			}
+		case s.Metric == "ops" && s.Instance != sample.AggregateInstance && s.Instances == 1:
+			if s.Value != 123 || s.Tags["ops_own"] != "" {
+				t.Errorf("one instance: its own rate stands, got %+v", s)
+			}
+		case s.Metric == "ops" && s.Instance != sample.AggregateInstance:
+			// the window's rate of a 1000/s count, not the reported 123
+			if s.Value < 900 || s.Value > 1100 || s.Tags["ops_own"] != "123" {
+				t.Errorf("instance rate over the window: %+v", s)
+			}
+		}
+	}
+	if windows != 1 {
+		t.Errorf("%d window samples, want 1 (for 3 instances)", windows)
+	}
+}

@@ -57,6 +57,16 @@ func (m Metric) Validate() error {
 // host clock, the concurrent instances were released through the barrier.
 const SkewMetric = "barrier_skew_ms"
 
+// WindowMetric is the runner's other bookkeeping metric: for several
+// instances whose workload tracked its work, the share (percent) of a
+// typical instance's run in which every instance was running; their
+// rates are read over that common window (internal/window).
+const WindowMetric = "window_overlap_pct"
+
+// Bookkeeping says whether metric is the runner's own (SkewMetric,
+// WindowMetric), not a workload's.
+func Bookkeeping(metric string) bool { return metric == SkewMetric || metric == WindowMetric }
+
 // AggregateInstance is the instance index used for aggregate samples.
 const AggregateInstance = -1
 

@@ -96,6 +96,8 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) ([]samp
 	if err := ready(); err != nil {
 		return nil, err
 	}
+	var completed atomic.Int64 // events done so far, for the common window
+	stop := workload.Track(ctx, "events_per_sec", func() float64 { return float64(completed.Load()) })
 	start := time.Now()
 	deadline := start.Add(dur)
 	results := make([]threadResult, threads)
@@ -116,6 +118,7 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) ([]samp
 				local += Event(maxPrime)
 				r.latencies = append(r.latencies, time.Since(t0))
 				r.events++
+				completed.Add(1)
 			}
 			sinkMu.Lock()
 			sink += local
@@ -124,6 +127,7 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) ([]samp
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	stop()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -142,6 +142,9 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) ([]samp
 	if err := ready(); err != nil {
 		return nil, err
 	}
+	var completed atomic.Int64 // events done so far, for the common window
+	stopEvents := workload.Track(ctx, "events_per_sec", func() float64 { return float64(completed.Load()) })
+	stopMiB := workload.Track(ctx, "mib_per_sec", func() float64 { return float64(completed.Load()) * float64(bs) / (1 << 20) })
 	start := time.Now()
 	deadline := start.Add(dur)
 	var claimed atomic.Int64 // events handed out so far, bounded by totalEvents
@@ -180,6 +183,7 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) ([]samp
 					}
 				}
 				n += k
+				completed.Add(k)
 			}
 			events[t] = n
 			sinks[t] = sink + buf[0]
@@ -187,6 +191,8 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) ([]samp
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	stopEvents()
+	stopMiB()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,106 @@
+package agent
+
+import (
+	"sync"
+	"time"
+
+	"github.com/isobench/isobench/internal/agentproto"
+)
+
+// trackTick is how often a tracked count is sampled, and maxPoints how
+// many samples a timeline keeps: past it every other sample is dropped and
+// the tick doubles, so a long run costs the same few kilobytes.
+const (
+	trackTick = 20 * time.Millisecond
+	maxPoints = 2048
+)
+
+// tracker is the agent's workload.Tracker: one sampling goroutine per
+// tracked metric, whose timeline goes into the result event.
+type tracker struct {
+	mu    sync.Mutex
+	lines []*agentproto.Timeline
+	stops []func()
+}
+
+func (t *tracker) Track(metric string, count func() float64) (stop func()) {
+	tl := &agentproto.Timeline{Metric: metric, Clock: []int64{agentproto.Monotonic()}, Count: []float64{count()}}
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	var mu sync.Mutex // guards tl while the sampler runs
+	add := func() {
+		c, v := agentproto.Monotonic(), count()
+		mu.Lock()
+		defer mu.Unlock()
+		if n := len(tl.Count); v < tl.Count[n-1] {
+			v = tl.Count[n-1] // a count never falls
+		}
+		tl.Clock = append(tl.Clock, c)
+		tl.Count = append(tl.Count, v)
+	}
+	go func() {
+		defer close(finished)
+		tick := trackTick
+		timer := time.NewTimer(tick)
+		defer timer.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-timer.C:
+			}
+			add()
+			mu.Lock()
+			if len(tl.Clock) >= maxPoints {
+				thin(tl)
+				tick *= 2
+			}
+			mu.Unlock()
+			timer.Reset(tick)
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(quit)
+			<-finished
+			add()
+		})
+	}
+	t.mu.Lock()
+	t.lines = append(t.lines, tl)
+	t.stops = append(t.stops, stop)
+	t.mu.Unlock()
+	return stop
+}
+
+// thin keeps the first and last samples and every other one between.
+func thin(tl *agentproto.Timeline) {
+	n := len(tl.Clock)
+	c, v := tl.Clock[:0:0], tl.Count[:0:0]
+	for i := 0; i < n; i++ {
+		if i == 0 || i == n-1 || i%2 == 0 {
+			c = append(c, tl.Clock[i])
+			v = append(v, tl.Count[i])
+		}
+	}
+	tl.Clock, tl.Count = c, v
+}
+
+// timelines returns what was tracked (each timeline with at least a
+// start and an end), stopping what the workload left running (its end is
+// then when the workload returned).
+func (t *tracker) timelines() []agentproto.Timeline {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, stop := range t.stops {
+		stop()
+	}
+	var out []agentproto.Timeline
+	for _, tl := range t.lines {
+		if len(tl.Clock) >= 2 {
+			out = append(out, *tl)
+		}
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+package window
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+const ms = int64(time.Millisecond)
+
+// steady is an instance doing rate units/s from start to end (ms on the
+// host clock), sampled every 20 ms.
+func steady(start, end int64, rate float64) Series {
+	var s Series
+	for t := start; ; t += 20 {
+		if t > end {
+			t = end
+		}
+		s.Clock = append(s.Clock, t*ms)
+		s.Count = append(s.Count, rate*float64(t-start)/1000)
+		if t == end {
+			return s
+		}
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// TestSkewedStarts: two instances sharing one CPU, the second released
+// 100 ms late. Alone, each does 1000/s; together 500/s each. Over their
+// own intervals each reads faster than 500/s (it ran alone for 100 ms);
+// over the common window both read 500/s and the sum is the capacity.
+func TestSkewedStarts(t *testing.T) {
+	// a: alone 0-100 ms at 1000/s, then shared at 500/s until it ends at
+	// 1000 ms; b: shared from 100 ms, then alone 1000-1100 ms at 1000/s.
+	a := Series{Clock: []int64{0, 100 * ms, 1000 * ms}, Count: []float64{0, 100, 550}}
+	b := Series{Clock: []int64{100 * ms, 1000 * ms, 1100 * ms}, Count: []float64{0, 450, 550}}
+	r, err := Common([]Series{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Start != 100*ms || r.End != 1000*ms || r.Overlap != 900*time.Millisecond || r.Span != time.Second {
+		t.Fatalf("window %+v", r)
+	}
+	if !near(r.Frac, 0.9) {
+		t.Errorf("frac %v, want 0.9", r.Frac)
+	}
+	for i, v := range r.Rates {
+		if !near(v, 500) {
+			t.Errorf("rate %d = %v, want 500", i, v)
+		}
+	}
+	// each instance's own rate: 550/s, the sum 1100 > the CPU's 1000
+	if own := 550.0 / 1.0; own+own <= 1000 {
+		t.Fatal("the example does not show the bias it is for")
+	}
+}
+
+// TestOneLateInstance: of four instances one starts 600 ms late in a 1 s
+// run: the window is 400 ms, 40% of the span, below MinFrac.
+func TestOneLateInstance(t *testing.T) {
+	ss := []Series{steady(0, 1000, 250), steady(2, 1002, 250), steady(1, 1001, 250), steady(600, 1600, 250)}
+	r, err := Common(ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Start != 600*ms || r.End != 1000*ms {
+		t.Fatalf("window %d-%d ms", r.Start/ms, r.End/ms)
+	}
+	if r.Frac >= MinFrac || !near(r.Frac, 0.4) {
+		t.Errorf("frac %v, want 0.4 (flagged)", r.Frac)
+	}
+	for i, v := range r.Rates {
+		if math.Abs(v-250) > 1e-6 {
+			t.Errorf("rate %d = %v, want 250", i, v)
+		}
+	}
+}
+
+// TestOneDied: an instance whose work stopped early (it died at 300 ms)
+// ends the window there; a run that does not overlap at all is an error.
+func TestOneDied(t *testing.T) {
+	r, err := Common([]Series{steady(0, 1000, 100), steady(0, 300, 100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.End != 300*ms || r.Frac >= MinFrac {
+		t.Errorf("window end %d ms, frac %v", r.End/ms, r.Frac)
+	}
+	_, err = Common([]Series{steady(0, 300, 100), steady(400, 1000, 100)})
+	if err == nil || !strings.Contains(err.Error(), "do not overlap") {
+		t.Errorf("disjoint runs: %v", err)
+	}
+}
+
+func TestInterpolatesBetweenSamples(t *testing.T) {
+	// one instance samples every 20 ms, the other only at its ends: the
+	// window's edges fall between samples of the first
+	a := steady(0, 1000, 1000)
+	b := Series{Clock: []int64{5 * ms, 995 * ms}, Count: []float64{0, 990}}
+	r, err := Common([]Series{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(r.Rates[0], 1000) || !near(r.Rates[1], 1000) {
+		t.Errorf("rates %v, want 1000 each", r.Rates)
+	}
+}
+
+func TestRejectsMalformed(t *testing.T) {
+	for _, s := range []Series{
+		{},
+		{Clock: []int64{0}, Count: []float64{0}},
+		{Clock: []int64{0, 1}, Count: []float64{0}},
+		{Clock: []int64{0, 0}, Count: []float64{0, 1}},
+		{Clock: []int64{0, 1}, Count: []float64{1, 0}},
+	} {
+		if _, err := Common([]Series{s}); err == nil {
+			t.Errorf("accepted %+v", s)
+		}
+	}
+	if _, err := Common(nil); err == nil {
+		t.Error("accepted no series")
+	}
+}
