@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/moby/profiles/seccomp"
@@ -17,4 +18,16 @@ func DockerProfile(caps []string) (*specs.LinuxSeccomp, error) {
 		return nil, fmt.Errorf("default seccomp profile: %w", err)
 	}
 	return p, nil
+}
+
+// DockerProfileJSON is Docker's default seccomp profile in the
+// seccomp.json format Docker and Podman read (--security-opt
+// seccomp=FILE), as dockerd embeds it: the engine that reads it resolves
+// its rules for the container's capabilities and the kernel.
+func DockerProfileJSON() ([]byte, error) {
+	b, err := json.MarshalIndent(seccomp.DefaultProfile(), "", "\t")
+	if err != nil {
+		return nil, fmt.Errorf("default seccomp profile: %w", err)
+	}
+	return b, nil
 }

@@ -12,3 +12,8 @@ import (
 func DockerProfile(caps []string) (*specs.LinuxSeccomp, error) {
 	return nil, errors.New("seccomp profiles are Linux-only")
 }
+
+// DockerProfileJSON is Linux-only.
+func DockerProfileJSON() ([]byte, error) {
+	return nil, errors.New("seccomp profiles are Linux-only")
+}

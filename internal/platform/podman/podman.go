@@ -17,6 +17,14 @@
 //   - crun 1.8 (Debian 12's default runtime for podman) refuses a hybrid
 //     cgroup v1 host ("cgroups in hybrid mode not supported"), so the OCI
 //     runtime defaults to runc; podman:runtime=crun selects crun.
+//
+// Confinement is Docker's, not Podman's defaults (which lack CAP_MKNOD,
+// CAP_NET_RAW and CAP_AUDIT_WRITE and use containers/common's seccomp
+// profile): Docker's capability set (--cap-drop=all, --cap-add of
+// confine.DockerCaps), Docker's default seccomp profile (written once per
+// state directory as seccomp.json, --security-opt seccomp=FILE) and
+// Docker's device list (--device-cgroup-rule adds the console, which
+// Podman's lacks). Memory: --memory-swap = --memory, as Docker's platform.
 package podman
 
 import (
@@ -40,6 +48,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/image"
+	"github.com/isobench/isobench/internal/confine"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
 )
@@ -69,6 +78,9 @@ type Platform struct {
 
 	imageMu sync.Mutex
 	refs    map[string]string // profile → image reference
+
+	seccompMu   sync.Mutex
+	seccompPath string // Docker's seccomp.json, once written
 }
 
 // New makes a podman platform; nothing is contacted until used.
@@ -383,6 +395,18 @@ func (p *Platform) createArgs(s platform.Spec, name, ref, volDir, logPath string
 	if volDir != "" {
 		args = append(args, "--volume", volDir+":"+platform.ScratchDir)
 	}
+	// Docker's confinement (see the package doc)
+	caps := make([]string, len(confine.DockerCaps))
+	for i, c := range confine.DockerCaps {
+		caps[i] = strings.TrimPrefix(c, "CAP_")
+	}
+	args = append(args, "--cap-drop", "all", "--cap-add", strings.Join(caps, ","))
+	if p.seccompPath != "" {
+		args = append(args, "--security-opt", "seccomp="+p.seccompPath)
+	}
+	for _, r := range confine.DockerDevices {
+		args = append(args, "--device-cgroup-rule", r.String())
+	}
 	if s.Network == platform.NetNAT {
 		for _, port := range s.Ports {
 			if port < 1 || port > 65535 {
@@ -394,6 +418,44 @@ func (p *Platform) createArgs(s platform.Spec, name, ref, volDir, logPath string
 	}
 	args = append(args, ref)
 	return append(args, local.MainArgv(s)...), nil
+}
+
+// writeSeccomp writes Docker's default seccomp profile for Podman to read
+// (once per platform; a file left by an earlier run is replaced).
+func (p *Platform) writeSeccomp() error {
+	p.seccompMu.Lock()
+	defer p.seccompMu.Unlock()
+	if p.seccompPath != "" {
+		return nil
+	}
+	b, err := confine.DockerProfileJSON()
+	if err != nil {
+		return fmt.Errorf("podman: %w", err)
+	}
+	dir := filepath.Join(p.env.StateDir, "podman")
+	if err := local.PrivateDir(dir); err != nil {
+		return fmt.Errorf("podman: %w", err)
+	}
+	// a fresh file renamed into place: other processes' platforms may
+	// read or write the same one meanwhile
+	tmp, err := os.CreateTemp(dir, "seccomp-*.json")
+	if err != nil {
+		return fmt.Errorf("podman: seccomp profile: %w", err)
+	}
+	_, werr := tmp.Write(b)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	path := filepath.Join(dir, "seccomp.json")
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("podman: seccomp profile: %w", werr)
+	}
+	p.seccompPath = path
+	return nil
 }
 
 // volumeDir is the host directory of an instance's storage=volume.
@@ -434,6 +496,9 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	in.logPath = filepath.Join(p.env.StateDir, "podman-logs", name+".log")
 	if err := os.MkdirAll(filepath.Dir(in.logPath), 0o755); err != nil {
 		return nil, fmt.Errorf("podman: %w", err)
+	}
+	if err := p.writeSeccomp(); err != nil {
+		return nil, err
 	}
 	args, err := p.createArgs(s, name, ref, in.volume, in.logPath)
 	if err != nil {
@@ -677,7 +742,11 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	}
 	if in.spec.Memory > 0 {
 		f["memory"] = strconv.FormatInt(in.spec.Memory, 10)
+		f["memory_swap_limit"] = f["memory"] // --memory-swap
 	}
+	f["capabilities"] = "docker-default"
+	f["seccomp_profile"] = "docker-default"
+	f["devices"] = confine.DockerDevicesList()
 	if in.addr != "" {
 		f["address"] = in.addr
 	}

@@ -98,6 +98,7 @@ func TestCreateArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.seccompPath = "/st/podman/seccomp.json"
 	args, err := p.createArgs(platform.Spec{CPUs: 1.5, Memory: 256 << 20, Network: platform.NetNone, Main: []string{platform.AgentPlaceholder, "agent", "hello"}}, "isobench-x", "localhost/isobench/minimal:abc", "/v", "/l/x.log")
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +106,10 @@ func TestCreateArgs(t *testing.T) {
 	s := strings.Join(args, " ")
 	for _, want := range []string{"--cpus 1.5", "--memory 268435456 --memory-swap 268435456", "--network none", "--runtime runc",
 		"--volume /v:/isobench-scratch", "--log-opt path=/l/x.log", "--env ISOBENCH_SCRATCH=/isobench-scratch", "--ulimit nofile=",
-		"localhost/isobench/minimal:abc /usr/local/bin/isobench agent hello"} {
+		"localhost/isobench/minimal:abc /usr/local/bin/isobench agent hello",
+		// Docker's confinement
+		"--cap-drop all --cap-add CHOWN,DAC_OVERRIDE,FSETID,FOWNER,MKNOD,NET_RAW,SETGID,SETUID,SETFCAP,SETPCAP,NET_BIND_SERVICE,SYS_CHROOT,KILL,AUDIT_WRITE",
+		"--security-opt seccomp=/st/podman/seccomp.json", "--device-cgroup-rule c 5:1 rwm"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("create args %q lack %q", s, want)
 		}
