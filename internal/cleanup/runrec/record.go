@@ -24,7 +24,7 @@ type Record struct {
 	Hostname string    `json:"hostname"`
 	Token    string    `json:"token"`     // on every instance of the run (runner.Token)
 	StateDir string    `json:"state_dir"` // platform.Env.StateDir
-	TempDir  string    `json:"temp_dir"`  // os.TempDir() of the run (native and QEMU scratch)
+	TempDir  string    `json:"temp_dir"`  // os.TempDir() of the run (native scratch)
 	DB       string    `json:"db"`        // the store, absolute
 	RunID    int64     `json:"run_id"`    // the run's id in DB (0 until known)
 	Began    time.Time `json:"began"`
