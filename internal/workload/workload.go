@@ -310,22 +310,13 @@ func (p Params) Bool(name string) bool {
 }
 
 // FromString parses a canonical "k=v,k=v" string and resolves it against d;
-// the agent receives its parameters this way.
-func (d Def) FromString(s string) (Params, error) {
-	raw := map[string]string{}
-	if strings.TrimSpace(s) != "" {
-		sp, err := spec.Parse(d.Name + ":" + s)
-		if err != nil {
-			return Params{}, err
-		}
-		raw = sp.Params
-	}
-	return d.Resolve(raw)
-}
+// the agent receives its parameters this way. Secret parameters are
+// refused (FromArgs).
+func (d Def) FromString(s string) (Params, error) { return d.FromArgs(s, nil) }
 
-// FromArgs is what the agent runs: the parameters of its arguments
-// (FromString) and the secrets it read on its standard input, resolved
-// together. A secret parameter in args is refused (secrets never travel
+// FromArgs is what the agent runs: the parameters of its arguments (the
+// canonical "k=v,k=v" form) and the secrets it read on its standard
+// input, resolved together. A secret parameter in args is refused (secrets never travel
 // in an argv, which /proc shows to everyone and failure records keep), and
 // so is anything but a secret parameter in secrets.
 func (d Def) FromArgs(args string, secrets map[string]string) (Params, error) {
