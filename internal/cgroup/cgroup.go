@@ -30,6 +30,12 @@ func Version() int {
 type Limits struct {
 	CPUs   float64
 	Memory int64
+	// Devices, when not empty, are the device rules ("c 1:3 rwm") the
+	// group's processes may use after a deny-all, on cgroup v1 (the
+	// devices controller). v2 has no devices controller (a BPF program
+	// instead, which isobench does not make): there they are not applied
+	// and DevicesConfined says so.
+	Devices []string
 }
 
 // Group is a created cgroup (one directory per controller on v1).
@@ -39,6 +45,7 @@ type Group struct {
 	// the directories charging memory and CPU time (v2: the one dir; v1:
 	// the memory hierarchy's, and cpuacct's or, co-mounted, cpu's)
 	mem, cpuacct string
+	devices      bool // Limits.Devices are in force
 }
 
 const period = 100000
@@ -81,7 +88,11 @@ func New(name string, l Limits) (*Group, error) {
 		}
 		return g, nil
 	}
-	for _, ctl := range []string{"cpu", "memory", "cpuacct"} {
+	ctls := []string{"cpu", "memory", "cpuacct"}
+	if len(l.Devices) > 0 {
+		ctls = append(ctls, "devices")
+	}
+	for _, ctl := range ctls {
 		base := filepath.Join(Root, ctl)
 		if _, err := os.Stat(base); err != nil {
 			if ctl == "cpuacct" {
@@ -110,6 +121,16 @@ func New(name string, l Limits) (*Group, error) {
 					return fail(err)
 				}
 			}
+		case "devices":
+			if err := write(dir, "devices.deny", "a"); err != nil {
+				return fail(err)
+			}
+			for _, r := range l.Devices {
+				if err := write(dir, "devices.allow", r); err != nil {
+					return fail(err)
+				}
+			}
+			g.devices = true
 		case "memory":
 			g.mem = dir
 			if l.Memory > 0 {
@@ -195,6 +216,9 @@ func (g *Group) ProcsFiles() []string {
 	}
 	return out
 }
+
+// DevicesConfined reports whether Limits.Devices are in force (cgroup v1).
+func (g *Group) DevicesConfined() bool { return g.devices }
 
 // Dirs are the group's directories.
 func (g *Group) Dirs() []string { return append([]string(nil), g.dirs...) }

@@ -187,6 +187,14 @@ func Env() []string {
 // GuestArgv replaces "{agent}" as argv[0] with image.AgentPath.
 func GuestArgv(argv []string) []string { return platform.AgentArgv(argv, image.AgentPath) }
 
+// ConfinedArgv runs argv (GuestArgv) under "isobench agent confine": with
+// Docker's default seccomp filter and capabilities, for engines that
+// cannot give a workload Docker's confinement themselves (LXC, LXD,
+// nspawn; see internal/confine).
+func ConfinedArgv(argv []string) []string {
+	return append([]string{image.AgentPath, "agent", "confine", "--"}, GuestArgv(argv)...)
+}
+
 // MainArgv is the instance's main process: Spec.Main or the idling agent.
 func MainArgv(s platform.Spec) []string {
 	if len(s.Main) > 0 {

@@ -372,6 +372,7 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	}
 	if in.Spec.Memory > 0 {
 		f["memory"] = strconv.FormatInt(in.Spec.Memory, 10)
+		cgroup.SwapFacts(f, in.Spec.Memory) // every local platform allows no swap beyond it
 	}
 	return f
 }
@@ -382,12 +383,35 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 // gives the commands it runs (the conformance suite checks that they
 // agree). Nothing is added once the main process has ended.
 func (in *Instance) ConfinementFacts(f map[string]string, pid int) {
-	if pid <= 0 || in.Ended() {
+	if pid <= 0 || in.Ended() || Confining(pid) {
 		return
 	}
 	if c, err := ProcConfinement(pid); err == nil {
 		maps.Copy(f, c)
 	}
+}
+
+// InitConfinementFacts adds to f, as init_cap_eff, init_cap_bnd,
+// init_seccomp and init_no_new_privs, the confinement of pid, the
+// instance's init, where it is not the workloads' (a booted system's
+// init, or the engine's small init, which "isobench agent confine" does
+// not wrap).
+func (in *Instance) InitConfinementFacts(f map[string]string, pid int) {
+	if pid <= 0 || in.Ended() {
+		return
+	}
+	if c, err := ProcConfinement(pid); err == nil {
+		for k, v := range c {
+			f["init_"+k] = v
+		}
+	}
+}
+
+// Confining reports whether pid is still "isobench agent confine", not yet
+// the workload it execs (whose confinement is then not yet in force).
+func Confining(pid int) bool {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return strings.Contains(string(b), "\x00agent\x00confine\x00")
 }
 
 // Wait waits for the main process's exit status; an idle instance that

@@ -19,15 +19,23 @@
 //     "isobench agent cgexec". nspawn gives the container a cgroup
 //     namespace rooted there, so the container sees its own limits.
 //   - Exec: nspawn has no exec; `machinectl shell` needs machined. Exec is
-//     `nsenter -t <leader> -a` (all namespaces of the container's PID 1, the
-//     stub init, which is nspawn's child), run inside the instance's cgroup
-//     and under `setpriv`, which gives it the container's capability
-//     bounding set (and no_new_privs when the container has it), read from
-//     the container's main process: as root it then has the container's
-//     capabilities, not all of the host's. nspawn's seccomp filter cannot be
-//     carried over this way (a filter is inherited only from a parent);
-//     the container_seccomp fact says what the main process has, and a
-//     command run with Exec has none.
+//     `nsenter -t <leader> -a -r -w` (all namespaces of the container's PID
+//     1, the stub init or the booted systemd, which is nspawn's child, and
+//     its root and working directory, so the command starts at / inside
+//     the container, not in a host directory), run inside the instance's
+//     cgroup.
+//   - Confinement: every workload process (the main process and each
+//     Exec) runs under "isobench agent confine" (internal/confine): Docker's
+//     default seccomp filter and capability set, no no_new_privs, as a
+//     Docker container's process. An Exec could not inherit nspawn's own
+//     filter (a filter passes only from parent to child), and nspawn's
+//     filter is not Docker's, so nspawn applies none (SYSTEMD_SECCOMP=0):
+//     a workload pays for exactly Docker's filter. The container's PID 1
+//     (the stub init, or with boot=true systemd) keeps nspawn's default
+//     capabilities and no filter; the init_* facts say so. Devices: the
+//     instance's cgroup allows only Docker's (confine.DockerDevices) after
+//     a deny-all, on cgroup v1; on v2 nothing restricts them (nspawn's
+//     DeviceAllow needs a systemd unit) and the devices fact says so.
 package nspawn
 
 import (
@@ -43,6 +51,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/confine"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
 )
@@ -118,7 +127,11 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		return nil, err
 	}
 	defer in.Undo(ctx, &err)
-	if in.cg, err = newGroup(in.ID(), cgroup.Limits{CPUs: s.CPUs, Memory: s.Memory}); err != nil {
+	var devices []string
+	for _, r := range confine.DockerDevices {
+		devices = append(devices, r.String())
+	}
+	if in.cg, err = newGroup(in.ID(), cgroup.Limits{CPUs: s.CPUs, Memory: s.Memory, Devices: devices}); err != nil {
 		return nil, fmt.Errorf("nspawn: %w", err)
 	}
 	init := "--as-pid2"
@@ -145,7 +158,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		args = append(args, "--bind="+in.Volume+":"+platform.ScratchDir)
 	}
 	if !p.boot {
-		args = append(append(args, "--"), local.MainArgv(s)...)
+		args = append(append(args, "--"), local.ConfinedArgv(local.MainArgv(s))...)
 	}
 	argv := in.hostArgv(append([]string{"unshare", "-m", "sh", "-c",
 		`mkdir -p /run/systemd/nspawn && mount -t tmpfs -o mode=0755 isobench-nspawn /run/systemd/nspawn && exec "$0" "$@"`,
@@ -157,7 +170,9 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = stdout, &in.Stderr
-	cmd.Env = local.Env()
+	// no seccomp filter of nspawn's (see the package doc); the container
+	// does not inherit nspawn's environment
+	cmd.Env = append(local.Env(), "SYSTEMD_SECCOMP=0")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if s.Phase != nil {
 		s.Phase("created", time.Now())
@@ -185,17 +200,6 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		return nil, err
 	}
 	in.leader = leader
-	if leader > 0 {
-		// the container's confinement, from its main process (the
-		// payload, PID 2 under the stub init) or else the stub init
-		pid := leader
-		if c := children(leader); len(c) > 0 {
-			pid = c[0]
-		}
-		if in.confine, err = local.ProcConfinement(pid); err != nil {
-			return nil, fmt.Errorf("nspawn: %w", err)
-		}
-	}
 	if p.boot {
 		if err := in.bootSystem(ctx, s); err != nil {
 			return nil, err
@@ -269,29 +273,29 @@ type Instance struct {
 	p      *Platform
 	cg     *group
 	leader int // the container's PID 1, nspawn's stub init
-	// confine is the main process's confinement (local.ProcConfinement),
-	// which Exec gives its commands
-	confine map[string]string
 	// boot=true (system.go)
 	nspawnErr error
 	mainExit  chan error
 	bootState string
 }
 
-// Exec runs argv in the container's namespaces and cgroup via nsenter.
+// Exec runs argv in the container's namespaces and cgroup via nsenter,
+// under "isobench agent confine".
 func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
+	return in.exec(ctx, local.ConfinedArgv(argv), stdio)
+}
+
+// exec runs argv (a path inside the container) in the container's
+// namespaces and cgroup via nsenter, with the host's capabilities: for
+// isobench's own commands (systemctl), and under confine for workloads.
+func (in *Instance) exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
 	if err := in.CheckExec(argv); err != nil {
 		return err
 	}
 	if in.leader == 0 {
 		return fmt.Errorf("nspawn: instance %s is not running", in.ID())
 	}
-	drop, err := local.SetprivArgv(in.confine["cap_bnd"], in.confine["no_new_privs"] == "1")
-	if err != nil {
-		return fmt.Errorf("nspawn exec: %w", err)
-	}
-	enter := append(drop, in.nsenterArgv()...)
-	full := in.hostArgv(append(enter, local.GuestArgv(argv)...))
+	full := in.hostArgv(append(in.nsenterArgv(), argv...))
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 	cmd.Env = local.Env()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
@@ -303,13 +307,21 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	f := in.Instance.Facts(ctx)
 	f["machine"] = in.ID()
 	f["leader_pid"] = strconv.Itoa(in.leader)
-	for _, k := range []string{"cap_eff", "cap_bnd", "no_new_privs"} {
-		if v := in.confine[k]; v != "" {
-			f[k] = v
-		}
+	// the workloads' (isobench agent confine) and the init's: see the
+	// package doc
+	f["capabilities"] = "docker-default"
+	f["seccomp_profile"] = "docker-default"
+	f["devices"] = "unconfined (cgroup v2: no device program)"
+	if in.cg != nil && in.cg.g.DevicesConfined() {
+		f["devices"] = confine.DockerDevicesList()
 	}
-	if v := in.confine["seccomp"]; v != "" {
-		f["container_seccomp"] = v // Exec's commands have none: see the package doc
+	f["init_capabilities"] = "nspawn-default"
+	f["init_seccomp_profile"] = "none"
+	if in.leader > 0 {
+		in.InitConfinementFacts(f, in.leader)
+		if c := children(in.leader); !in.p.boot && len(c) > 0 {
+			in.ConfinementFacts(f, c[0]) // the main process
+		}
 	}
 	if in.cg != nil && len(in.cg.dirs) > 0 {
 		f["cgroup"] = in.cg.dirs[0]

@@ -72,7 +72,7 @@ func (in *Instance) bootSystem(ctx context.Context, s platform.Spec) error {
 	var last string
 	for {
 		var out bytes.Buffer
-		in.Exec(bctx, []string{"systemctl", "is-system-running", "--wait"}, platform.ExecIO{Stdout: &out, Stderr: &out})
+		in.exec(bctx, []string{"systemctl", "is-system-running", "--wait"}, platform.ExecIO{Stdout: &out, Stderr: &out})
 		last = strings.TrimSpace(out.String())
 		if i := strings.LastIndexByte(last, '\n'); i >= 0 {
 			last = last[i+1:]
@@ -101,12 +101,7 @@ func (in *Instance) bootSystem(ctx context.Context, s platform.Spec) error {
 	}
 	// as Exec runs commands, but kept as an exec.Cmd: its exit status is
 	// the instance's
-	drop, err := local.SetprivArgv(in.confine["cap_bnd"], in.confine["no_new_privs"] == "1")
-	if err != nil {
-		return fmt.Errorf("nspawn: %w", err)
-	}
-	enter := append(drop, in.nsenterArgv()...)
-	full := in.hostArgv(append(enter, local.MainArgv(s)...))
+	full := in.hostArgv(append(in.nsenterArgv(), local.ConfinedArgv(local.MainArgv(s))...))
 	cmd := exec.Command(full[0], full[1:]...)
 	cmd.Env = local.Env()
 	cmd.Stdout, cmd.Stderr = stdout, &in.Stderr
@@ -120,14 +115,11 @@ func (in *Instance) bootSystem(ctx context.Context, s platform.Spec) error {
 	return nil
 }
 
-// nsenterArgv enters the container's namespaces. A booted system's root
-// is its own (systemd's, after nspawn's pivot): "--wd=/" would be opened
-// on the host before entering and leave the command's working directory
-// outside the container's root ("getcwd() failed"); -r -w take systemd's
-// root and working directory (/) instead.
+// nsenterArgv enters the container's namespaces, root and working
+// directory. "--wd=/" would be opened on the host before entering and
+// leave the command's working directory outside the container's root
+// ("getcwd() failed"); -r -w take the container's PID 1's root and
+// working directory (/) instead.
 func (in *Instance) nsenterArgv() []string {
-	if in.p.boot {
-		return []string{"nsenter", "-t", strconv.Itoa(in.leader), "-a", "-r", "-w"}
-	}
-	return []string{"nsenter", "-t", strconv.Itoa(in.leader), "-a", "--wd=/"}
+	return []string{"nsenter", "-t", strconv.Itoa(in.leader), "-a", "-r", "-w"}
 }
