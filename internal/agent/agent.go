@@ -54,12 +54,23 @@ func Main(ctx context.Context, reg workload.Registry, args []string, stdin io.Re
 		if secrets {
 			rest = rest[1:]
 		}
+		var cpus string
+		if len(rest) > 0 && strings.HasPrefix(rest[0], agentproto.CPUsArg) {
+			cpus = strings.TrimPrefix(rest[0], agentproto.CPUsArg)
+			rest = rest[1:]
+		}
 		if len(rest) != 2 {
-			fmt.Fprintln(stderr, "isobench agent run: want [--secrets-stdin] WORKLOAD PARAMS")
+			fmt.Fprintln(stderr, "isobench agent run: want [--secrets-stdin] [--cpus=LIST] WORKLOAD PARAMS")
 			return 2
 		}
+		if cpus != "" {
+			if err := bindAll(cpus); err != nil {
+				w.emit(agentproto.Event{Event: agentproto.EvError, Error: err.Error()})
+				return 1
+			}
+		}
 		stop := startHeartbeat(w, agentproto.HeartbeatInterval)
-		err := run(ctx, reg, rest[0], rest[1], secrets, stdin, w)
+		err := run(ctx, reg, rest[0], rest[1], secrets, stdin, w, cpus)
 		stop()
 		if err != nil {
 			w.emit(agentproto.Event{Event: agentproto.EvError, Error: err.Error()})
@@ -75,7 +86,7 @@ func Main(ctx context.Context, reg workload.Registry, args []string, stdin io.Re
 // that knows the internal workloads (the hidden halves host-driven
 // workloads start in their instances): LookupAgent. With secrets, the
 // first line of stdin holds the workload's secret parameters.
-func run(ctx context.Context, reg workload.Registry, name, params string, secrets bool, stdin io.Reader, w *eventWriter) error {
+func run(ctx context.Context, reg workload.Registry, name, params string, secrets bool, stdin io.Reader, w *eventWriter, cpus string) error {
 	def, err := reg.LookupAgent(name)
 	if err != nil {
 		return err
@@ -149,7 +160,11 @@ func run(ctx context.Context, reg workload.Registry, name, params string, secret
 			return err
 		}
 	}
-	w.emit(agentproto.Event{Event: agentproto.EvResult, Metrics: ms, Timelines: tr.timelines()})
+	var tags map[string]string
+	if cpus != "" {
+		tags = map[string]string{agentproto.CPUsTag: cpus}
+	}
+	w.emit(agentproto.Event{Event: agentproto.EvResult, Metrics: ms, Tags: tags, Timelines: tr.timelines()})
 	return nil
 }
 

@@ -73,6 +73,9 @@ type Options struct {
 	// its standard input (agentproto.SecretsArg), never in its argv, which
 	// /proc/PID/cmdline shows to every local user and exec errors quote.
 	Secrets map[string]string
+	// CPUs, when set, is a CPU list ("0", "2-3") the agent binds all its
+	// threads to before the workload starts (agentproto.CPUsArg).
+	CPUs string
 }
 
 // Defaults for Options.
@@ -111,6 +114,9 @@ func Argv(workloadName, params string, o Options) []string {
 	argv := []string{platform.AgentPlaceholder, "agent", "run"}
 	if len(o.Secrets) > 0 {
 		argv = append(argv, agentproto.SecretsArg)
+	}
+	if o.CPUs != "" {
+		argv = append(argv, agentproto.CPUsArg+o.CPUs)
 	}
 	return append(argv, workloadName, params)
 }

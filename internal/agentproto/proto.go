@@ -84,5 +84,14 @@ const (
 // every local user, and exec errors and failure records quote it.
 const SecretsArg = "--secrets-stdin"
 
+// CPUsArg, followed by a CPU list ("0", "0-3,6"), between "agent run" and
+// the workload's name, binds every thread of the agent to those CPUs
+// before the workload starts (duet runs: two platforms at once, each on
+// CPUs of its own). The result carries CPUsTag with the list applied.
+const (
+	CPUsArg = "--cpus="
+	CPUsTag = "duet_cpus"
+)
+
 // MaxSecretsLine bounds the secrets line the agent reads.
 const MaxSecretsLine = 64 << 10

@@ -224,3 +224,22 @@ type unpreparable struct{ *fakeplatform.Platform }
 func (unpreparable) Prepare(context.Context, string) error {
 	return errors.New("no image here")
 }
+
+// TestDuetPreflight: --duet takes exactly two platforms that run on this
+// host's CPUs and in-guest workloads; anything else is one usage line.
+func TestDuetPreflight(t *testing.T) {
+	for _, args := range [][]string{
+		{"--platform", "native", "--workload", "cpu"},
+		{"--platform", "native", "--platform", "qemu", "--workload", "cpu"},
+		{"--platform", "native", "--platform", "gvisor", "--workload", "cpu"},
+		{"--platform", "native", "--platform", "docker", "--workload", "startup"},
+	} {
+		db := filepath.Join(t.TempDir(), "s.db")
+		st, _, errb := newTestState(t)
+		code := Main(context.Background(), st, append([]string{"run", "--duet", "--db", db}, args...))
+		oneUsageLine(t, code, errb.String())
+		if fileExists(db) {
+			t.Errorf("%v: the store was created", args)
+		}
+	}
+}

@@ -44,6 +44,7 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	fs.Var(&platforms, "platform", "`P[:OPTIONS]`: a platform to run on (repeatable)")
 	fs.Var(&workloads, "workload", "`W[:PARAMS]`: a workload to run (repeatable)")
 	fs.Var(&hosts, "host", "`ssh://USER@ADDR[:PORT]|local`: run every platform on this host (repeatable; key from ssh-agent, host key from ~/.ssh/known_hosts)")
+	duet := fs.Bool("duet", false, "run the two platforms at the same time, each on its own half of the CPUs, swapped every repetition, so a noisy neighbour hits both alike (duet benchmarking); ratios are paired per repetition")
 	spread := fs.Bool("spread", false, "with --host: run each cell (a workload at one instance count, all its platforms) on one of the hosts, to finish sooner, instead of the whole matrix on every host")
 	instances := fs.String("instances", "1", "`N,N,...`: instance counts, e.g. 1,2,4")
 	reps := fs.String("reps", "5", "`N|auto`: measured repetitions per cell and platform (fewer than 5 give no verdict)")
@@ -101,6 +102,9 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	}
 	if set["spread"] {
 		study.Spread = *spread
+	}
+	if set["duet"] {
+		study.Duet = *duet
 	}
 	if fromFile := fs.NArg() == 1 || resumed != nil; fromFile && !*trustHosts {
 		if named := namedRemotes(study, len(hosts) > 0, len(platforms) > 0); len(named) > 0 {
@@ -238,6 +242,9 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	st.runStarted(ctx, rec, s, runID)
 	for _, c := range cannot {
 		recordCannot(ctx, s, runID, c)
+	}
+	if plan.Duet {
+		fmt.Fprintf(st.Stderr, "duet: %s and %s run each repetition at the same time, on cpus %s and %s, swapped every repetition\n", plan.Targets[0].Label, plan.Targets[1].Label, plan.DuetCPUs[0], plan.DuetCPUs[1])
 	}
 	if plan.Auto != nil {
 		fmt.Fprintf(st.Stderr, "stopping rule: each cell repeats until every platform's median has a 95%% bootstrap interval within ±%g%% of itself (at least 5 repetitions), at most %d repetitions\n", study.Target, plan.Reps)
@@ -432,6 +439,11 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 			plan.Jobs = append(plan.Jobs, runner.Job{Def: def, Params: params, Tags: v.Tags()})
 		}
 	}
+	if study.Duet {
+		if err := duetPlan(&plan, targets); err != nil {
+			return runner.Plan{}, nil, usage("--duet: %v", err)
+		}
+	}
 	if err := plan.Validate(); err != nil {
 		return runner.Plan{}, nil, usage("%v", err)
 	}
@@ -472,4 +484,27 @@ func token() string {
 	var b [3]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// duetPlan makes plan a duet on this host's CPUs, or says why it cannot
+// be one: a platform whose instances schedule their own CPUs (a VM,
+// gVisor) or run on another host cannot be bound to this host's CPUs.
+func duetPlan(plan *runner.Plan, targets []target) error {
+	if len(targets) != 2 {
+		return fmt.Errorf("a duet runs exactly two platforms at once (the baseline and one other), got %d", len(targets))
+	}
+	for _, t := range targets {
+		switch {
+		case t.factory.OwnCPUs:
+			return fmt.Errorf("%s instances schedule their own CPUs: binding inside does not place them on this host's CPUs, so a duet cannot be fair; run without --duet", t.opts.Name)
+		case t.opts.Extra["host"] != "":
+			return fmt.Errorf("%s runs on another host: a duet shares this host's CPUs", t.opts.Name)
+		}
+	}
+	halves, err := runner.DuetHalves()
+	if err != nil {
+		return err
+	}
+	plan.Duet, plan.DuetCPUs = true, halves
+	return nil
 }

@@ -26,7 +26,7 @@ func resumeStudy(ctx context.Context, fs *flag.FlagSet, db string, id int64) (St
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "platform", "workload", "host", "spread", "instances", "reps", "reps-cap", "target", "warmup", "baseline", "image":
+		case "platform", "workload", "host", "spread", "duet", "instances", "reps", "reps-cap", "target", "warmup", "baseline", "image":
 			bad = append(bad, "--"+f.Name)
 		}
 	})

@@ -35,12 +35,15 @@ type Study struct {
 	// Spread runs each cell on one of Hosts instead of every platform on
 	// each of them (remote.go).
 	Spread bool `yaml:"spread" json:"spread,omitempty"`
+	// Duet runs the two platforms at the same time on disjoint CPUs,
+	// swapped every repetition (runner.Plan.Duet).
+	Duet bool `yaml:"duet" json:"duet,omitempty"`
 	// About is a built-in study's metadata (the paper, its platforms and
 	// findings; see 'isobench study show'); it does not change the run.
 	About *study.Meta `yaml:"study,omitempty" json:"study,omitempty"`
 }
 
-const studyKeys = `keys: platforms, workloads, instances, reps (a number or "auto"), reps_cap, target, warmup, baseline, image, study (a built-in study's metadata)`
+const studyKeys = `keys: platforms, workloads, instances, reps (a number or "auto"), reps_cap, target, warmup, baseline, image, hosts, spread, duet, study (a built-in study's metadata)`
 
 // loadStudy reads a study file strictly: unknown keys are errors.
 func loadStudy(path string) (Study, error) {

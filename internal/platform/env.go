@@ -25,6 +25,11 @@ type Factory struct {
 	Help  string
 	Extra []string // platform-specific option keys
 	New   func(ctx context.Context, o Options, env Env) (Platform, error)
+	// OwnCPUs says the instances run on CPUs of their own (a VM's vCPUs,
+	// gVisor's sentry scheduling its tasks): a process inside binding
+	// itself to CPUs does not place the instance on those host CPUs, so a
+	// duet run (runner.Plan.Duet) cannot pin it.
+	OwnCPUs bool
 }
 
 // Registry maps platform names to factories.

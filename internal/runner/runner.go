@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
+	"github.com/isobench/isobench/internal/cpulist"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
@@ -57,6 +58,17 @@ type Plan struct {
 	Auto StopRule
 	// Image is the image profile instances are created from.
 	Image string
+	// Duet runs the two targets of each repetition at the same time, each
+	// bound to its own half of the host's CPUs, the halves swapped every
+	// repetition (Bulej et al., "Duet Benchmarking", ICPE 2020): noise
+	// from a neighbour then hits both alike, and the paired ratio per
+	// repetition cancels it. It needs exactly two targets and in-guest
+	// workloads (the agent binds itself; agentproto.CPUsArg).
+	Duet bool
+	// DuetCPUs are the two CPU lists of a duet ("0" and "1"), given to
+	// the first and second target in even repetitions, swapped in odd
+	// ones. Empty: the host's online CPUs split in halves.
+	DuetCPUs [2]string
 }
 
 // StopRule decides, from the values measured so far for one cell (per
@@ -155,6 +167,21 @@ func (p Plan) Validate() error {
 	if p.Reps < 1 {
 		return fmt.Errorf("reps must be at least 1, got %d", p.Reps)
 	}
+	if p.Duet {
+		if len(p.Targets) != 2 {
+			return fmt.Errorf("a duet runs exactly two platforms at once (the baseline and one other), got %d", len(p.Targets))
+		}
+		for _, j := range p.Jobs {
+			if j.Def.Agent == nil {
+				return fmt.Errorf("workload %s manages its own instances from the host: a duet binds in-guest workloads only (leave it out, or run without --duet)", j.Def.Name)
+			}
+		}
+		for _, c := range p.DuetCPUs {
+			if _, err := cpulist.Parse(c); err != nil {
+				return fmt.Errorf("duet CPUs: %w", err)
+			}
+		}
+	}
 	if p.Warmup < 0 {
 		return fmt.Errorf("warmup must not be negative, got %d", p.Warmup)
 	}
@@ -194,6 +221,34 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 			failed := map[string]bool{} // targets this cell gave up on
 			stopped := false
 			for rep := -p.Warmup; rep < p.Reps && len(failed) < len(p.Targets); rep++ {
+				type outcome struct {
+					samples []sample.Sample
+					err     error
+				}
+				var ran map[string]outcome // a duet's two repetitions, run at once
+				if p.Duet {
+					ran = map[string]outcome{}
+					var mu sync.Mutex
+					var wg sync.WaitGroup
+					for i, t := range p.Targets {
+						if failed[t.Label] || (r.Skip != nil && r.Skip(t.Label, cell, rep)) {
+							continue
+						}
+						if r.Progress != nil {
+							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start)})
+						}
+						cpus := p.DuetCPUs[(i+rep+p.Warmup)%2]
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							samples, err := r.repOn(ctx, p, t, job, n, rep, cpus)
+							mu.Lock()
+							ran[t.Label] = outcome{samples, err}
+							mu.Unlock()
+						}()
+					}
+					wg.Wait()
+				}
 				for _, t := range rotate(p.Targets, rep+p.Warmup) {
 					if failed[t.Label] {
 						continue
@@ -202,10 +257,16 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 						done++
 						continue
 					}
-					if r.Progress != nil {
-						r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start)})
+					var samples []sample.Sample
+					var err error
+					if p.Duet {
+						samples, err = ran[t.Label].samples, ran[t.Label].err
+					} else {
+						if r.Progress != nil {
+							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start)})
+						}
+						samples, err = r.rep(ctx, p, t, job, n, rep)
 					}
-					samples, err := r.rep(ctx, p, t, job, n, rep)
 					if len(samples) > 0 {
 						// keep what finished even when the context is gone
 						if serr := r.Sink.Add(context.WithoutCancel(ctx), samples); serr != nil {
@@ -344,6 +405,11 @@ func primary(samples []sample.Sample) (float64, bool) {
 
 // rep runs one repetition of one job on one target with n instances.
 func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int) ([]sample.Sample, error) {
+	return r.repOn(ctx, p, t, job, n, rep, "")
+}
+
+// repOn is rep with the agents bound to cpus (a CPU list; "" for none).
+func (r *Runner) repOn(ctx context.Context, p Plan, t Target, job Job, n, rep int, cpus string) ([]sample.Sample, error) {
 	timeout := 10 * time.Minute
 	if job.Def.Timeout != nil {
 		timeout = job.Def.Timeout(job.Params)
@@ -383,7 +449,7 @@ func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int)
 	if job.Def.Host != nil {
 		results, err = job.Def.Host(ctx, job.Params, workload.HostEnv{Platform: t.Platform, Base: base, Instances: n, NewName: r.name})
 	} else {
-		results, ar, err = r.agentRep(ctx, t, base, job, n, rep)
+		results, ar, err = r.agentRep(ctx, t, base, job, n, rep, cpus)
 	}
 	dur := time.Since(start)
 	if err != nil {
@@ -499,7 +565,7 @@ func commonWindow(g agenthost.Group, ms [][]sample.Metric, tags []map[string]str
 // agentRep runs one repetition of an in-guest workload on n instances; it
 // returns their results, the barrier's skew and how the agents woke
 // (agenthost.Group.Wake).
-func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job Job, n, rep int) ([]workload.InstanceResult, agentRun, error) {
+func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job Job, n, rep int, cpus string) ([]workload.InstanceResult, agentRun, error) {
 	insts := make([]platform.Instance, n)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.InstanceTimeout)
@@ -528,7 +594,7 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 	// Every exec ends with this context: cancelling it unblocks them all.
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g := agenthost.StartGroupWith(ectx, insts, job.Def.Name, job.Params.String(), agenthost.Options{Silence: r.Silence, Barrier: r.Barrier})
+	g := agenthost.StartGroupWith(ectx, insts, job.Def.Name, job.Params.String(), agenthost.Options{Silence: r.Silence, Barrier: r.Barrier, CPUs: cpus})
 	skew, err := g.Barrier(ectx)
 	if err != nil {
 		g.Abort()
@@ -566,4 +632,18 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 		results[i] = workload.InstanceResult{Instance: i, Metrics: ms[i], Tags: all}
 	}
 	return results, agentRun{skew: skew, wake: g.Wake(), window: win}, nil
+}
+
+// DuetHalves splits the CPUs this process may run on into two halves for
+// a duet ("0" and "1" on two CPUs). It fails with fewer than two CPUs.
+func DuetHalves() ([2]string, error) {
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return [2]string{}, err
+	}
+	if len(cpus) < 2 {
+		return [2]string{}, fmt.Errorf("a duet needs two CPUs, one per platform; this host has %d", len(cpus))
+	}
+	h := len(cpus) / 2
+	return [2]string{cpulist.Format(cpus[:h]), cpulist.Format(cpus[h : 2*h])}, nil
 }

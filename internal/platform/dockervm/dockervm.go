@@ -72,6 +72,8 @@ var Factory = platform.Factory{
 		"vm-cpus=N, vm-memory=SIZE, accel=, kernel=, disk= for the VM; network=bridge (default: the container uses the VM's address) or none",
 	Extra: append(append([]string(nil), docker.Factory.Extra...), vmKeys...),
 	New:   New,
+	// guests schedule their own vCPUs
+	OwnCPUs: true,
 }
 
 // DockerTimeout bounds the wait for dockerd in a booted guest. It is a

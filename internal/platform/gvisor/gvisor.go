@@ -47,6 +47,8 @@ var Factory = platform.Factory{
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, o, env)
 	},
+	// the sentry schedules the sandbox's tasks; sched_setaffinity inside is emulated
+	OwnCPUs: true,
 }
 
 // Code is the letter gvisor's host objects carry after local.Prefix

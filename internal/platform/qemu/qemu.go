@@ -98,6 +98,8 @@ var Factory = platform.Factory{
 	Help:  "QEMU VMs booted from kernel+initramfs; accel=auto|kvm|tcg, kernel=, initrd=, disk=SIZE; network=bridge|none; storage=rootfs (ext4 disk) or volume (virtiofs)",
 	Extra: []string{"accel", "kernel", "initrd", "disk"},
 	New:   New,
+	// guests schedule their own vCPUs
+	OwnCPUs: true,
 }
 
 // Binary is the QEMU system emulator isobench runs.
