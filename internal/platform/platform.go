@@ -279,6 +279,12 @@ func (o Options) Canonical() string { return spec.Canonical(o.Raw) }
 // Label every platform puts on what it creates, so leftovers can be found.
 const Label = "isobench"
 
+// ImageLabel marks the images isobench builds. It is not Label: a
+// container inherits its image's labels, and one that somebody else
+// starts from an isobench image (a reference server in bench/, a user's
+// own) is not isobench's to sweep.
+const ImageLabel = Label + ".image"
+
 // Preparer is implemented by platforms that must build or import an image
 // before instances can be created. The CLI calls it before a run so that
 // image work is never timed as startup.

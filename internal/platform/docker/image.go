@@ -138,7 +138,7 @@ func (p *Platform) layerAgent(ctx context.Context, b image.Builder, profile, dig
 	q.Set("container", created.ID)
 	q.Set("repo", ImageRepo(profile))
 	q.Set("tag", digest)
-	q.Add("changes", "LABEL "+platform.Label+"=1")
+	q.Add("changes", "LABEL "+platform.ImageLabel+"=1")
 	if err := p.c.do(ctx, http.MethodPost, "/commit", q, map[string]any{}, nil); err != nil {
 		return fmt.Errorf("docker image %s: commit: %w", ref, err)
 	}
@@ -230,7 +230,7 @@ func importQuery(profile, digest string) url.Values {
 	q.Set("fromSrc", "-")
 	q.Set("repo", ImageRepo(profile))
 	q.Set("tag", digest)
-	q.Add("changes", "LABEL "+platform.Label+"=1")
+	q.Add("changes", "LABEL "+platform.ImageLabel+"=1")
 	return q
 }
 

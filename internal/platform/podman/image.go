@@ -114,7 +114,7 @@ func (p *Platform) layerAgent(ctx context.Context, b image.Builder, profile, ref
 	if _, err := podman(ctx, pr, "cp", "-", id+":/"); err != nil {
 		return fmt.Errorf("podman image %s: adding the agent: %w", ref, err)
 	}
-	if _, err := podman(ctx, nil, "commit", "--quiet", "--change", "LABEL "+platform.Label+"=1", id, ref); err != nil {
+	if _, err := podman(ctx, nil, "commit", "--quiet", "--change", "LABEL "+platform.ImageLabel+"=1", id, ref); err != nil {
 		return fmt.Errorf("podman image %s: commit: %w", ref, err)
 	}
 	return nil

@@ -289,7 +289,7 @@ func (p *Platform) importImage(ctx context.Context, build func(ctx context.Conte
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(image.Tar(tmp, pw)) }()
 	defer pr.Close()
-	if _, err := podman(ctx, pr, "import", "--quiet", "--change", "LABEL "+platform.Label+"=1", "-", ref); err != nil {
+	if _, err := podman(ctx, pr, "import", "--quiet", "--change", "LABEL "+platform.ImageLabel+"=1", "-", ref); err != nil {
 		return fmt.Errorf("podman image import %s: %w", ref, err)
 	}
 	return nil
