@@ -20,9 +20,20 @@
 // than lxc-destroy, which would delete the rootfs directory's contents
 // (isobench unmounts the overlay and removes its layers itself).
 //
-// Confinement is LXC's own default, as its common.conf gives templated
-// containers: DropCaps dropped and the common seccomp denylist
-// (SeccompPolicy); lxc-attach runs commands with both.
+// Confinement: every workload process (the main process and each Exec)
+// has Docker's default confinement. LXC applies one seccomp policy and
+// capability set to the whole container, its init included, and a booted
+// systemd does not run under Docker's (it mounts, unshares...); so, in
+// both init modes, the container has no filter of LXC's and each workload
+// runs under "isobench agent confine"
+// (internal/confine), which installs Docker's filter and drops the
+// capability bounding set to Docker's before it execs the workload. The
+// container's init (LXC's init.lxc, or with init=system the image's
+// systemd) keeps LXC's default capabilities (all but DropCaps, as
+// common.conf gives) and has no filter: the init_* facts say so. Devices:
+// deny all, then Docker's list (confine.DockerDevices), for the whole
+// container. Memory: no swap beyond the memory limit (memsw = memory, or
+// swappiness 0 without swap accounting), as Docker's --memory-swap.
 //
 // Names (names.go): on the bridge, which has no route out and no DNS
 // server, the container's /etc/resolv.conf names only the loopback (the
@@ -51,6 +62,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/confine"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
@@ -64,20 +76,6 @@ const cfsPeriod = local.CFSPeriod
 // DropCaps are the capabilities LXC's common.conf drops, which every
 // LXC template's containers include.
 const DropCaps = "mac_admin mac_override sys_time sys_module sys_rawio"
-
-// SeccompPolicy is LXC's common.seccomp: a denylist of kexec_load,
-// open_by_handle_at and module loading (and forced umount), which
-// common.conf applies to every templated container.
-const SeccompPolicy = `2
-denylist
-reject_force_umount
-[all]
-kexec_load errno 1
-open_by_handle_at errno 1
-init_module errno 1
-finit_module errno 1
-delete_module errno 1
-`
 
 // Factory registers the LXC platform.
 var Factory = platform.Factory{
@@ -144,8 +142,8 @@ type containerConfig struct {
 	bridge   string
 	veth     string
 	hook     string // start-host hook command, or ""
-	seccomp  string // seccomp policy file, or ""
 	cgroupV2 bool
+	swap     bool // the kernel accounts swap (memsw) to cgroups
 	apparmor bool
 	system   bool // init=system
 }
@@ -166,11 +164,18 @@ func config(s platform.Spec, c containerConfig) string {
 	set("lxc.console.path", "none")
 	set("lxc.tty.max", "0")
 	set("lxc.pty.max", "16")
-	// LXC's own defaults (/usr/share/lxc/config/common.conf): these
-	// capabilities dropped, the common seccomp denylist
+	// the init's capabilities: LXC's default (common.conf); workloads
+	// get Docker's from "isobench agent confine", which needs
+	// CAP_SYS_ADMIN to install Docker's filter without no_new_privs. No
+	// seccomp filter of LXC's: the workloads' is Docker's alone
 	set("lxc.cap.drop", DropCaps)
-	if c.seccomp != "" {
-		set("lxc.seccomp.profile", c.seccomp)
+	devices := "lxc.cgroup.devices."
+	if c.cgroupV2 {
+		devices = "lxc.cgroup2.devices."
+	}
+	set(devices+"deny", "a")
+	for _, r := range confine.DockerDevices {
+		set(devices+"allow", r.String())
 	}
 	if !c.apparmor {
 		set("lxc.apparmor.profile", "unconfined")
@@ -201,6 +206,9 @@ func config(s platform.Spec, c containerConfig) string {
 		}
 		if s.Memory > 0 {
 			set("lxc.cgroup2.memory.max", strconv.FormatInt(s.Memory, 10))
+			if c.swap {
+				set("lxc.cgroup2.memory.swap.max", "0")
+			}
 		}
 	} else {
 		if s.CPUs > 0 {
@@ -208,7 +216,13 @@ func config(s platform.Spec, c containerConfig) string {
 			set("lxc.cgroup.cpu.cfs_quota_us", strconv.FormatInt(int64(s.CPUs*cfsPeriod), 10))
 		}
 		if s.Memory > 0 {
+			// memory first: memsw may not be below it
 			set("lxc.cgroup.memory.limit_in_bytes", strconv.FormatInt(s.Memory, 10))
+			if c.swap {
+				set("lxc.cgroup.memory.memsw.limit_in_bytes", strconv.FormatInt(s.Memory, 10))
+			} else {
+				set("lxc.cgroup.memory.swappiness", "0")
+			}
 		}
 	}
 	if c.hook != "" {
@@ -219,7 +233,7 @@ func config(s platform.Spec, c containerConfig) string {
 	if c.system {
 		set("lxc.init.cmd", SystemInit)
 	} else {
-		set("lxc.init.cmd", strings.Join(local.MainArgv(s), " "))
+		set("lxc.init.cmd", strings.Join(local.ConfinedArgv(local.MainArgv(s)), " "))
 	}
 	return b.String()
 }
@@ -237,16 +251,13 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	}
 	defer in.Undo(ctx, &err)
 	id := in.ID()
-	c := containerConfig{rootfs: in.Overlay.Merged, volume: in.Volume, network: in.Network, cgroupV2: cgroup.Version() == 2, apparmor: apparmor(), system: p.system}
+	c := containerConfig{rootfs: in.Overlay.Merged, volume: in.Volume, network: in.Network, cgroupV2: cgroup.Version() == 2,
+		swap: cgroup.SwapAccounting(), apparmor: apparmor(), system: p.system}
 	if in.Bridge != nil {
 		c.addr = netip.PrefixFrom(in.Addr, in.Bridge.Prefix.Bits())
 		c.gateway = in.Bridge.Gateway()
 		c.bridge = in.Bridge.Name
 		c.veth = local.VethName(id)
-	}
-	c.seccomp = filepath.Join(in.Dir, "seccomp")
-	if err := os.WriteFile(c.seccomp, []byte(SeccompPolicy), 0o600); err != nil {
-		return nil, fmt.Errorf("lxc: %w", err)
 	}
 	// LXC runs a hook as /bin/sh -c "HOOK NAME lxc start-host" (the words
 	// are appended to the command string): ": " makes them a no-op, so
@@ -274,7 +285,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		stdout = io.Discard
 	}
 	args := []string{"-n", id, "-P", p.lxcpath, "-o", filepath.Join(in.Dir, "lxc.log"), "-l", "ERROR", "--"}
-	cmd := exec.Command("lxc-execute", append(args, local.MainArgv(s)...)...)
+	cmd := exec.Command("lxc-execute", append(args, local.ConfinedArgv(local.MainArgv(s))...)...)
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = stdout, &in.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -323,7 +334,8 @@ func (in *Instance) log() string {
 	return ""
 }
 
-// Exec runs argv in the container with lxc-attach and a clean environment.
+// Exec runs argv in the container with lxc-attach and a clean environment,
+// under "isobench agent confine" (Docker's filter and capabilities).
 func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
 	if err := in.CheckExec(argv); err != nil {
 		return err
@@ -335,7 +347,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 	for _, e := range local.Env() {
 		args = append(args, "-v", e)
 	}
-	args = append(append(args, "--"), local.GuestArgv(argv)...)
+	args = append(append(args, "--"), local.ConfinedArgv(argv)...)
 	cmd := exec.CommandContext(ctx, "lxc-attach", args...)
 	cmd.Dir = "/"
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
@@ -346,18 +358,29 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 func (in *Instance) Facts(ctx context.Context) map[string]string {
 	f := in.Instance.Facts(ctx)
 	f["container"] = in.ID()
-	f["capabilities"] = "lxc-default" // all but DropCaps
-	f["seccomp_profile"] = "lxc-default"
+	// the workloads' (isobench agent confine), see the package doc
+	f["capabilities"] = "docker-default"
+	f["seccomp_profile"] = "docker-default"
+	f["devices"] = confine.DockerDevicesList()
+	// the init's
+	f["init_capabilities"] = "lxc-default (all but " + DropCaps + ")"
+	f["init_seccomp_profile"] = "none"
 	if in.p.system {
 		f["init"] = "system (" + SystemInit + ")"
 		f["system_state"] = in.bootState
 	}
 	if in.Main != nil && in.running {
-		// the main process, the deepest under lxc-execute (below LXC's
-		// init): lxc-attach gives commands the same capabilities and
-		// seccomp filter
-		if d := local.Descendants(in.Main.Process.Pid); len(d) > 0 {
-			in.ConfinementFacts(f, d[len(d)-1])
+		if !in.p.system {
+			// the main process, the deepest under lxc-execute (below
+			// LXC's init); lxc-attach's commands are confined alike
+			if d := local.Descendants(in.Main.Process.Pid); len(d) > 0 {
+				in.ConfinementFacts(f, d[len(d)-1])
+			}
+		}
+		if out, err := exec.CommandContext(ctx, "lxc-info", "-n", in.ID(), "-P", in.p.lxcpath, "-p", "-H").Output(); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil {
+				in.InitConfinementFacts(f, pid)
+			}
 		}
 	}
 	return f

@@ -100,7 +100,7 @@ func (in *Instance) startSystem(ctx context.Context, s platform.Spec) error {
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	main := exec.Command("lxc-attach", in.attachArgs(local.MainArgv(s))...)
+	main := exec.Command("lxc-attach", in.attachArgs(local.ConfinedArgv(local.MainArgv(s)))...)
 	main.Dir = "/"
 	main.Stdout, main.Stderr = stdout, &in.Stderr
 	if err := main.Start(); err != nil {
