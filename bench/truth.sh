@@ -21,8 +21,9 @@
 #               sharing one run.
 #   netem-delay needs sch_netem; detected and reported as not possible when
 #               the kernel lacks it (this host's does).
-#   disk-iops   a blkio throttle on the scratch device: not built (isobench
-#               has no per-instance blkio option yet); reported as such.
+#   disk-iops   read-iops=1000 and read-bps=50m (a blkio/io cgroup throttle
+#               on the scratch directory's disk; native and docker), disk
+#               randread 4k and read 1m -> 1000 IOPS / 50 MiB/s (within 5%)
 #
 # It ends with one line per control and platform: recovered / NOT recovered
 # / not possible here (why).
@@ -179,7 +180,30 @@ with open(out, "a") as f:
       fi
       ;;
     disk-iops)
-      say "disk-iops" "$p" "1000 IOPS" "-" "not built" "isobench has no per-instance blkio throttle option yet"
+      case $p in
+        native|docker) ;;
+        *) say "disk-iops" "$p" "-" "-" "not possible here" "read-iops/read-bps are options of native and docker only"; continue ;;
+      esac
+      db=$work/iops-$p.db
+      run "$db" --platform "$p" --platform "$p:read-iops=1000" --platform "$p:read-bps=50m" --baseline "$p" \
+        --workload disk:pattern=randread,size=256m,duration=3s --workload disk:pattern=read,bs=1m,size=256m,duration=3s --reps 3
+      sqlite3 -separator ' ' "$db" "SELECT options, params, metric, value FROM samples WHERE instance != -1 AND warmup=0 AND metric IN ('iops','mib_per_sec') AND options != ''" | python3 -c '
+import statistics, sys
+p, out = sys.argv[1], sys.argv[2]
+v = {}
+for l in sys.stdin:
+    o, params, m, x = l.split()
+    v.setdefault((o, "pattern=randread" in params, m), []).append(float(x))
+rows = [("disk-iops 1000", ("read-iops=1000", True, "iops"), 1000.0, "IOPS, disk randread 4k"),
+        ("disk-bps 50m", ("read-bps=50m", False, "mib_per_sec"), 50.0, "MiB/s, disk read 1m")]
+with open(out, "a") as f:
+    for name, k, want, note in rows:
+        if k not in v:
+            f.write(f"{name}\t{p}\t{want:g} (within 5%)\t-\tNOT recovered\tno sample ({note})\n"); continue
+        got = statistics.median(v[k])
+        verdict = "recovered" if abs(got / want - 1) <= 0.05 else "NOT recovered"
+        f.write(f"{name}\t{p}\t{want:g} (within 5%)\t{got:.1f}\t{verdict}\t{note}\n")
+' "$p" "$results"
       ;;
     *) echo "truth.sh: unknown control $c" >&2; exit 2 ;;
     esac

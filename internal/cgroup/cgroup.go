@@ -36,6 +36,11 @@ type Limits struct {
 	// instead, which isobench does not make): there they are not applied
 	// and DevicesConfined says so.
 	Devices []string
+	// ReadIOPS and ReadBPS throttle the group's reads from the disk
+	// IODisk ("major:minor", a whole disk): v1 blkio.throttle.read_*,
+	// v2 io.max riops/rbps. 0 means no throttle.
+	ReadIOPS, ReadBPS int64
+	IODisk            string
 }
 
 // Group is a created cgroup (one directory per controller on v1).
@@ -49,6 +54,9 @@ type Group struct {
 }
 
 const period = 100000
+
+// throttled says whether l limits disk reads.
+func (l Limits) throttled() bool { return (l.ReadIOPS > 0 || l.ReadBPS > 0) && l.IODisk != "" }
 
 // New creates the group isobench/<name> with limits.
 func New(name string, l Limits) (*Group, error) {
@@ -86,11 +94,28 @@ func New(name string, l Limits) (*Group, error) {
 				return fail(err)
 			}
 		}
+		if l.throttled() {
+			os.WriteFile(filepath.Join(Root, "cgroup.subtree_control"), []byte("+io"), 0)
+			os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+io"), 0)
+			v := l.IODisk
+			if l.ReadIOPS > 0 {
+				v += " riops=" + strconv.FormatInt(l.ReadIOPS, 10)
+			}
+			if l.ReadBPS > 0 {
+				v += " rbps=" + strconv.FormatInt(l.ReadBPS, 10)
+			}
+			if err := write(dir, "io.max", v); err != nil {
+				return fail(err)
+			}
+		}
 		return g, nil
 	}
 	ctls := []string{"cpu", "memory", "cpuacct"}
 	if len(l.Devices) > 0 {
 		ctls = append(ctls, "devices")
+	}
+	if l.throttled() {
+		ctls = append(ctls, "blkio")
 	}
 	for _, ctl := range ctls {
 		base := filepath.Join(Root, ctl)
@@ -118,6 +143,17 @@ func New(name string, l Limits) (*Group, error) {
 					return fail(err)
 				}
 				if err := write(dir, "cpu.cfs_quota_us", strconv.FormatInt(int64(l.CPUs*period), 10)); err != nil {
+					return fail(err)
+				}
+			}
+		case "blkio":
+			if l.ReadIOPS > 0 {
+				if err := write(dir, "blkio.throttle.read_iops_device", l.IODisk+" "+strconv.FormatInt(l.ReadIOPS, 10)); err != nil {
+					return fail(err)
+				}
+			}
+			if l.ReadBPS > 0 {
+				if err := write(dir, "blkio.throttle.read_bps_device", l.IODisk+" "+strconv.FormatInt(l.ReadBPS, 10)); err != nil {
 					return fail(err)
 				}
 			}

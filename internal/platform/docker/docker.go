@@ -33,17 +33,20 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/isobench/isobench/internal/blockdev"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
+	"github.com/isobench/isobench/internal/spec"
 )
 
 // Factory registers the docker platform.
 var Factory = platform.Factory{
 	Name: "docker",
 	Help: "Docker Engine containers (API over the unix socket; DOCKER_HOST=unix://PATH honoured). " +
-		"Options: cpus, memory, network=bridge|nat|host|none, storage=rootfs|volume, runtime=NAME (e.g. runc, runsc), image=PROFILE",
-	Extra: []string{"runtime", "image"},
+		"Options: cpus, memory, network=bridge|nat|host|none, storage=rootfs|volume, runtime=NAME (e.g. runc, runsc), image=PROFILE, " +
+		"read-iops=N, read-bps=SIZE (--device-read-iops/-bps on the disk of Docker's data root, or of the volume)",
+	Extra: append([]string{"runtime", "image"}, blockdev.ThrottleKeys...),
 	New:   New,
 }
 
@@ -68,6 +71,9 @@ func NewPlatform(o platform.Options, env platform.Env) (*Platform, error) {
 	sock, err := socketPath(os.Getenv("DOCKER_HOST"))
 	if err != nil {
 		return nil, err
+	}
+	if _, err := blockdev.ParseThrottle(o.Extra, spec.ParseSize); err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
 	}
 	return &Platform{c: newClient(sock), env: env, opts: o}, nil
 }
@@ -164,6 +170,7 @@ type dockerInfo struct {
 	MemTotal        int64
 	SecurityOptions []string
 	Runtimes        map[string]any
+	DockerRootDir   string
 }
 
 func (p *Platform) info(ctx context.Context) (dockerInfo, error) {
@@ -221,6 +228,41 @@ type containerConfig struct {
 	HostConfig   hostConfig
 }
 
+// throttleDevice is one of HostConfig's per-device I/O limits.
+type throttleDevice struct {
+	Path string
+	Rate int64
+}
+
+// throttle gives cc the platform's read limits (read-iops, read-bps) on
+// the disk that holds the container's scratch: the volume's, or Docker's
+// data root's for the container's own file system.
+func (p *Platform) throttle(ctx context.Context, cc *containerConfig, volDir string) error {
+	t, err := blockdev.ParseThrottle(p.opts.Extra, spec.ParseSize)
+	if err != nil || !t.Set() {
+		return err
+	}
+	where := volDir
+	if where == "" {
+		info, err := p.info(ctx)
+		if err != nil {
+			return err
+		}
+		where = info.DockerRootDir
+	}
+	d, err := blockdev.Of(where)
+	if err != nil {
+		return fmt.Errorf("docker: read-iops/read-bps: %s: %w", where, err)
+	}
+	if t.ReadIOPS > 0 {
+		cc.HostConfig.BlkioDeviceReadIOps = []throttleDevice{{Path: d.Node, Rate: t.ReadIOPS}}
+	}
+	if t.ReadBPS > 0 {
+		cc.HostConfig.BlkioDeviceReadBps = []throttleDevice{{Path: d.Node, Rate: t.ReadBPS}}
+	}
+	return nil
+}
+
 // portBinding is where Docker publishes a container port on the host.
 type portBinding struct {
 	HostIP   string `json:"HostIp"`
@@ -234,6 +276,9 @@ type hostConfig struct {
 	NetworkMode string   `json:"NetworkMode"`
 	Binds       []string `json:"Binds,omitempty"`
 	Runtime     string   `json:"Runtime,omitempty"`
+
+	BlkioDeviceReadIOps []throttleDevice `json:"BlkioDeviceReadIOps,omitempty"`
+	BlkioDeviceReadBps  []throttleDevice `json:"BlkioDeviceReadBps,omitempty"`
 
 	PortBindings map[string][]portBinding `json:"PortBindings,omitempty"`
 }
@@ -382,6 +427,9 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	}
 	cc, err := createConfig(s, ref, in.runtime, in.volDir)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.throttle(ctx, &cc, in.volDir); err != nil {
 		return nil, err
 	}
 	var created struct {
@@ -608,11 +656,13 @@ type containerInspect struct {
 		ExitCode int
 	}
 	HostConfig struct {
-		NanoCpus    int64
-		Memory      int64
-		MemorySwap  int64
-		NetworkMode string
-		Runtime     string
+		NanoCpus            int64
+		Memory              int64
+		MemorySwap          int64
+		NetworkMode         string
+		Runtime             string
+		BlkioDeviceReadIOps []throttleDevice
+		BlkioDeviceReadBps  []throttleDevice
 	}
 	NetworkSettings struct {
 		IPAddress string
@@ -741,6 +791,12 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 		f["nat_path"] = natPath(ci)
 	}
 	f["runtime"] = ci.HostConfig.Runtime
+	for _, t := range ci.HostConfig.BlkioDeviceReadIOps {
+		f["io_disk"], f["read_iops_limit"] = t.Path, strconv.FormatInt(t.Rate, 10)
+	}
+	for _, t := range ci.HostConfig.BlkioDeviceReadBps {
+		f["io_disk"], f["read_bps_limit"] = t.Path, strconv.FormatInt(t.Rate, 10)
+	}
 	return f
 }
 

@@ -19,23 +19,27 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/isobench/isobench/internal/blockdev"
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/privdir"
+	"github.com/isobench/isobench/internal/spec"
 )
 
 // Factory registers the native platform.
 var Factory = platform.Factory{
-	Name: "native",
-	Help: "processes on the host (the baseline); cpus/memory via a cgroup; network=host only",
-	New:  New,
+	Name:  "native",
+	Help:  "processes on the host (the baseline); cpus/memory via a cgroup; read-iops=N, read-bps=SIZE throttle reads from the scratch directory's disk (a blkio/io cgroup limit); network=host only",
+	Extra: blockdev.ThrottleKeys,
+	New:   New,
 }
 
 // Platform is the native platform.
 type Platform struct {
-	env  platform.Env
-	base platform.Spec
+	env      platform.Env
+	base     platform.Spec
+	throttle blockdev.Throttle
 
 	appletsOnce sync.Once
 	appletDir   string
@@ -49,7 +53,11 @@ func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Pl
 	if env.AgentBinary == "" {
 		return nil, errors.New("native: no agent binary")
 	}
-	return &Platform{env: env, base: o.Base}, nil
+	t, err := blockdev.ParseThrottle(o.Extra, spec.ParseSize)
+	if err != nil {
+		return nil, fmt.Errorf("native: %w", err)
+	}
+	return &Platform{env: env, base: o.Base, throttle: t}, nil
 }
 
 // Name implements platform.Platform.
@@ -85,8 +93,17 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instan
 		return nil, fmt.Errorf("native: %w", err)
 	}
 	in := &Instance{p: p, spec: s, dir: dir, done: make(chan struct{}), created: map[string]bool{}}
-	if s.CPUs > 0 || s.Memory > 0 || s.Accounting {
-		g, err := cgroup.New(filepath.Base(dir), cgroup.Limits{CPUs: s.CPUs, Memory: s.Memory})
+	if s.CPUs > 0 || s.Memory > 0 || s.Accounting || p.throttle.Set() {
+		l := cgroup.Limits{CPUs: s.CPUs, Memory: s.Memory, ReadIOPS: p.throttle.ReadIOPS, ReadBPS: p.throttle.ReadBPS}
+		if p.throttle.Set() {
+			d, err := blockdev.Of(dir)
+			if err != nil {
+				os.RemoveAll(dir)
+				return nil, fmt.Errorf("native: read-iops/read-bps: the scratch directory %s: %w", dir, err)
+			}
+			l.IODisk, in.disk = d.MajMin, d.Node
+		}
+		g, err := cgroup.New(filepath.Base(dir), l)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("native: %w", err)
@@ -133,6 +150,7 @@ type Instance struct {
 	p       *Platform
 	spec    platform.Spec
 	dir     string
+	disk    string // the throttled disk's node (read-iops/read-bps)
 	cg      *cgroup.Group
 	main    *exec.Cmd
 	mainErr error
@@ -321,6 +339,15 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	if in.spec.Memory > 0 {
 		f["memory"] = strconv.FormatInt(in.spec.Memory, 10)
 		cgroup.SwapFacts(f, in.spec.Memory) // the cgroup allows no swap beyond it
+	}
+	if t := in.p.throttle; t.Set() {
+		f["io_disk"] = in.disk
+		if t.ReadIOPS > 0 {
+			f["read_iops_limit"] = strconv.FormatInt(t.ReadIOPS, 10)
+		}
+		if t.ReadBPS > 0 {
+			f["read_bps_limit"] = strconv.FormatInt(t.ReadBPS, 10)
+		}
 	}
 	return f
 }

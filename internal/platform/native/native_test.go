@@ -2,6 +2,7 @@ package native
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/isobench/isobench/internal/blockdev"
+	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 )
@@ -21,7 +24,7 @@ func leftovers(ctx context.Context) ([]string, error) {
 	var out []string
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "isobench-native", "*"))
 	out = append(out, dirs...)
-	for _, ctl := range []string{"cpu", "memory", "cpuacct", ""} {
+	for _, ctl := range []string{"cpu", "memory", "cpuacct", "blkio", ""} {
 		cg, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", ctl, "isobench", "conf-*"))
 		out = append(out, cg...)
 	}
@@ -128,5 +131,69 @@ func TestScratchBaseHostile(t *testing.T) {
 	defer in.Close(t.Context())
 	if st, err := os.Lstat(filepath.Join(tmp, "isobench-native")); err != nil || st.Mode().Perm() != 0o711 {
 		t.Errorf("scratch base %v, %v; want mode 0711", st.Mode(), err)
+	}
+}
+
+// TestReadThrottle: read-iops and read-bps put the instance in a cgroup
+// that throttles reads from the disk holding its scratch directory (the
+// whole disk, as the kernel's throttles want it), say so in its facts,
+// and leave nothing behind. bench/truth.sh shows the rate it gives.
+func TestReadThrottle(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	o, err := platform.ParseOptions("native:read-iops=1000,read-bps=50m", Factory.Extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(t.Context(), o, platform.Env{AgentBinary: "/bin/true", StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := p.Create(t.Context(), platform.Spec{Name: "conf-throttle"})
+	if err != nil {
+		if errors.Is(err, blockdev.ErrNoDisk) {
+			t.Skipf("the temporary directory is on no disk here: %v", err)
+		}
+		t.Fatal(err)
+	}
+	in := inst.(*Instance)
+	d, err := blockdev.Of(in.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := inst.Facts(t.Context())
+	if f["read_iops_limit"] != "1000" || f["read_bps_limit"] != strconv.Itoa(50<<20) || f["io_disk"] != d.Node {
+		t.Errorf("facts %v", f)
+	}
+	name := filepath.Base(in.dir)
+	if cgroup.Version() == 1 {
+		dir := filepath.Join("/sys/fs/cgroup/blkio/isobench", name)
+		iops, _ := os.ReadFile(filepath.Join(dir, "blkio.throttle.read_iops_device"))
+		bps, _ := os.ReadFile(filepath.Join(dir, "blkio.throttle.read_bps_device"))
+		if strings.TrimSpace(string(iops)) != d.MajMin+" 1000" || strings.TrimSpace(string(bps)) != d.MajMin+" "+strconv.Itoa(50<<20) {
+			t.Errorf("blkio throttles %q %q, want %s 1000 and 50 MiB/s", iops, bps, d.MajMin)
+		}
+	} else {
+		io, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/isobench", name, "io.max"))
+		if !strings.Contains(string(io), d.MajMin+" ") || !strings.Contains(string(io), "riops=1000") {
+			t.Errorf("io.max %q", io)
+		}
+	}
+	if err := inst.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := leftovers(t.Context()); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	for _, bad := range []string{"native:read-iops=0", "native:read-iops=1k", "native:read-bps=12"} {
+		o, err := platform.ParseOptions(bad, Factory.Extra...)
+		if err == nil {
+			_, err = New(t.Context(), o, platform.Env{AgentBinary: "/bin/true"})
+		}
+		if err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }
