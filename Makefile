@@ -3,7 +3,8 @@
 GO      ?= go
 BIN     := bin/isobench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/isobench/isobench/internal/hostinfo.Version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+LDFLAGS := -s -w -X github.com/isobench/isobench/internal/hostinfo.Version=$(VERSION) -X github.com/isobench/isobench/internal/hostinfo.commit=$(COMMIT)
 export CGO_ENABLED := 0
 
 # Platforms whose conformance suite must run (fail instead of skip) in `make test`.

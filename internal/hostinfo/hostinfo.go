@@ -20,8 +20,16 @@ import (
 // Version is set at link time (-X); "dev" otherwise.
 var Version = "dev"
 
+// commit is set at link time (-X, the Makefile: git's revision, with
+// -dirty for uncommitted changes); Go's own VCS stamp is used otherwise,
+// which GOFLAGS=-buildvcs=false and builds outside a checkout lack.
+var commit string
+
 // Commit returns the VCS revision the binary was built from.
 func Commit() string {
+	if commit != "" {
+		return commit
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		rev, dirty := "", false
 		for _, s := range bi.Settings {
