@@ -128,7 +128,7 @@ func TestSettleDoesNotWaitForOthersSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.rep(s, time.Second, 300) // the repetition left few
-	h.tw = 30000                // then another program made many
+	h.tw = 30000               // then another program made many
 	st, err := s.Settle(t.Context())
 	if err != nil {
 		t.Fatal(err)
