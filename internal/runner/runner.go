@@ -12,14 +12,17 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
 	"github.com/isobench/isobench/internal/cpulist"
+	"github.com/isobench/isobench/internal/hoststate"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/remote"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/window"
 	"github.com/isobench/isobench/internal/workload"
@@ -137,12 +140,31 @@ type Runner struct {
 	// Progress: warm-ups are negative); a repetition it skips counts as
 	// done and is not run (resuming a run whose store has it already).
 	Skip func(target string, cell Cell, rep int) bool
+	// HostState is asked before every repetition of a target on this
+	// machine (not one reached through a remote platform) to let what
+	// the repetitions before left on the host drain and to say what
+	// state the repetition starts from; that state goes on every sample
+	// of the repetition as tags (hoststate.TagPrefix), for the report to
+	// flag repetitions that started from a different state than their
+	// peers. Nil means a hoststate.Settler with its defaults, made at Run.
+	HostState HostSettler
 
 	seq       atomic.Int64
 	mu        sync.Mutex
 	failures  []Failure
 	removals  []Removal
 	storeErrs []error
+}
+
+// HostSettler settles the host between repetitions (hoststate.Settler).
+type HostSettler interface {
+	// Settle is called before a repetition; it may wait, bounded, for
+	// the host to drain and fails only when ctx ends or nothing can be
+	// read.
+	Settle(ctx context.Context) (hoststate.State, error)
+	// Done is called when that repetition has ended (also when it
+	// failed).
+	Done()
 }
 
 // RunLabel is the label carrying the runner's Token on every instance.
@@ -209,6 +231,10 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 	if r.InstanceTimeout == 0 {
 		r.InstanceTimeout = 5 * time.Minute
 	}
+	settler := r.HostState
+	if settler == nil {
+		settler = hoststate.NewSettler(hoststate.Options{})
+	}
 	start := time.Now()
 	cells := len(p.Jobs) * len(p.Instances)
 	total := cells * (p.Warmup + p.Reps) * len(p.Targets)
@@ -230,6 +256,8 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 					ran = map[string]outcome{}
 					var mu sync.Mutex
 					var wg sync.WaitGroup
+					var stateTags map[string]string
+					settled := false
 					for i, t := range p.Targets {
 						if failed[t.Label] || (r.Skip != nil && r.Skip(t.Label, cell, rep)) {
 							continue
@@ -237,17 +265,34 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 						if r.Progress != nil {
 							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start)})
 						}
+						if !settled {
+							// both start from the same state (a duet
+							// runs on this machine only)
+							where := fmt.Sprintf("%s, %d instance(s), %s", job.Def.Name, n, repName(rep))
+							var err error
+							if stateTags, err = r.settle(ctx, settler, where, func(note string) {
+								if r.Progress != nil {
+									r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start), Note: note})
+								}
+							}); err != nil {
+								return err
+							}
+							settled = true
+						}
 						cpus := p.DuetCPUs[(i+rep+p.Warmup)%2]
 						wg.Add(1)
 						go func() {
 							defer wg.Done()
-							samples, err := r.repOn(ctx, p, t, job, n, rep, cpus)
+							samples, err := r.repOn(ctx, p, t, job, n, rep, cpus, stateTags)
 							mu.Lock()
 							ran[t.Label] = outcome{samples, err}
 							mu.Unlock()
 						}()
 					}
 					wg.Wait()
+					if settled {
+						settler.Done()
+					}
 				}
 				for _, t := range rotate(p.Targets, rep+p.Warmup) {
 					if failed[t.Label] {
@@ -257,6 +302,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 						done++
 						continue
 					}
+					where := fmt.Sprintf("%s on %s, %d instance(s), %s", job.Def.Name, t.Label, n, repName(rep))
 					var samples []sample.Sample
 					var err error
 					if p.Duet {
@@ -265,7 +311,21 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 						if r.Progress != nil {
 							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start)})
 						}
-						samples, err = r.rep(ctx, p, t, job, n, rep)
+						var stateTags map[string]string
+						_, _, onRemote := remote.Machine(t.Platform)
+						if !onRemote {
+							if stateTags, err = r.settle(ctx, settler, where, func(note string) {
+								if r.Progress != nil {
+									r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start), Note: note})
+								}
+							}); err != nil {
+								return err
+							}
+						}
+						samples, err = r.rep(ctx, p, t, job, n, rep, stateTags)
+						if !onRemote {
+							settler.Done()
+						}
 					}
 					if len(samples) > 0 {
 						// keep what finished even when the context is gone
@@ -274,7 +334,6 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 						}
 					}
 					if err != nil {
-						where := fmt.Sprintf("%s on %s, %d instance(s), %s", job.Def.Name, t.Label, n, repName(rep))
 						if stoppedSoon(ctx) {
 							// stopped by the user: what the instances said
 							// while being stopped is a consequence
@@ -341,6 +400,24 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 	return err
 }
 
+// settle lets the host drain before a repetition (where names it) and
+// returns the state it starts from as sample tags; what did not drain is
+// told to note. Only a stopped run is an error: a host whose state cannot
+// be read runs on, unrecorded.
+func (r *Runner) settle(ctx context.Context, s HostSettler, where string, note func(string)) (map[string]string, error) {
+	st, err := s.Settle(ctx)
+	if err != nil {
+		if stoppedSoon(ctx) {
+			return nil, interrupted(ctx, where, err)
+		}
+		return nil, nil
+	}
+	if len(st.Undrained) > 0 {
+		note(fmt.Sprintf("host state before %s (recorded; the report flags repetitions that started differently): %s", where, strings.Join(st.Undrained, "; ")))
+	}
+	return st.Tags(), nil
+}
+
 // interruptGrace is how long a failed repetition waits for the run's
 // context to end before it counts as a failure. A terminal's Ctrl-C goes
 // to the whole process group: an instance process caught between fork and
@@ -403,13 +480,14 @@ func primary(samples []sample.Sample) (float64, bool) {
 	return 0, false
 }
 
-// rep runs one repetition of one job on one target with n instances.
-func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int) ([]sample.Sample, error) {
-	return r.repOn(ctx, p, t, job, n, rep, "")
+// rep runs one repetition of one job on one target with n instances;
+// stateTags (the host's state it started from) go on every sample.
+func (r *Runner) rep(ctx context.Context, p Plan, t Target, job Job, n, rep int, stateTags map[string]string) ([]sample.Sample, error) {
+	return r.repOn(ctx, p, t, job, n, rep, "", stateTags)
 }
 
 // repOn is rep with the agents bound to cpus (a CPU list; "" for none).
-func (r *Runner) repOn(ctx context.Context, p Plan, t Target, job Job, n, rep int, cpus string) ([]sample.Sample, error) {
+func (r *Runner) repOn(ctx context.Context, p Plan, t Target, job Job, n, rep int, cpus string, stateTags map[string]string) ([]sample.Sample, error) {
 	timeout := 10 * time.Minute
 	if job.Def.Timeout != nil {
 		timeout = job.Def.Timeout(job.Params)
@@ -428,11 +506,12 @@ func (r *Runner) repOn(ctx context.Context, p Plan, t Target, job Job, n, rep in
 		repIndex = rep + p.Warmup
 	}
 	mk := func(m sample.Metric, instance int, tags map[string]string, start time.Time, dur time.Duration) sample.Sample {
-		if len(job.Tags) > 0 || len(t.Tags) > 0 {
+		if len(job.Tags) > 0 || len(t.Tags) > 0 || len(stateTags) > 0 {
 			tags = maps.Clone(tags)
 			if tags == nil {
 				tags = map[string]string{}
 			}
+			maps.Copy(tags, stateTags)
 			maps.Copy(tags, t.Tags)
 			maps.Copy(tags, job.Tags)
 		}
