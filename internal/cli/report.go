@@ -94,7 +94,11 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 		bl = sf.Baseline
 	}
 	sf.Baseline = bl
-	cells := report.Cells(samples, report.Options{Baseline: bl, Stats: stats.Options{Seed: chosen.ID}})
+	warmups := 0
+	if recOK {
+		warmups = rec.Warmup
+	}
+	cells := report.Cells(samples, report.Options{Baseline: bl, Stats: stats.Options{Seed: chosen.ID}, Warmups: warmups})
 	doc := report.Doc{Run: chosen.ID, Status: chosen.Status, Fingerprint: chosen.Fingerprint, Cells: cells}
 	if *studyArg != "" && *format == "html" {
 		doc.Study, doc.Sections = study.Sections(sf, cells, nil)

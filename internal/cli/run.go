@@ -280,12 +280,12 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	}
 	fmt.Fprintf(st.Stdout, "run %d (%s): %d samples in %s\n\n", runID, status, len(samples), *db)
 	if len(samples) > 0 {
-		cells := report.Cells(samples, report.Options{Baseline: study.Baseline, Stats: stats.Options{Seed: runID}})
+		cells := report.Cells(samples, report.Options{Baseline: study.Baseline, Stats: stats.Options{Seed: runID}, Warmups: study.Warmup})
 		hint := fmt.Sprintf("isobench report --db %s --run %d (or run --details)", *db, runID)
 		if *details {
 			hint = ""
 		}
-		if err := report.Summary(st.Stdout, cells, report.SummaryOptions{DetailsHint: hint}); err != nil {
+		if err := report.Summary(st.Stdout, cells, report.SummaryOptions{DetailsHint: hint, Warmups: study.Warmup}); err != nil {
 			return errors.Join(runErr, err)
 		}
 		for _, c := range cannot {

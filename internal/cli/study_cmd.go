@@ -17,27 +17,65 @@ import (
 	"github.com/isobench/isobench/internal/study"
 )
 
-const studySynopsis = `study list | show ID [--scale paper|quick] | run ID [--scale quick|paper] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]
+const studySynopsis = `study list | show ID [--scale paper|quick] | fidelity [ID] [--scale S] | run ID [--scale quick|paper] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]
 
 The five studies isobench reproduces, built in as study files ('isobench study show ID > s.yaml'
-gives one to edit and run with 'isobench run s.yaml').`
+gives one to edit and run with 'isobench run s.yaml'). 'study fidelity' prints each experiment's
+ledger against its paper: tool, parameters, platforms, layout, statistic and repetitions, each the
+same or why not.`
 
 func cmdStudy(ctx context.Context, st *State, args []string) error {
 	if len(args) == 0 {
-		return usage("study needs a subcommand: list, show ID or run ID (usage: isobench %s)", strings.SplitN(studySynopsis, "\n", 2)[0])
+		return usage("study needs a subcommand: list, show ID, fidelity [ID] or run ID (usage: isobench %s)", strings.SplitN(studySynopsis, "\n", 2)[0])
 	}
 	switch args[0] {
 	case "list":
 		return studyList(st, args[1:])
 	case "show":
 		return studyShow(st, args[1:])
+	case "fidelity":
+		return studyFidelity(st, args[1:])
 	case "run":
 		return studyRun(ctx, st, args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprintf(st.Stdout, "Usage: isobench %s\n", studySynopsis)
 		return nil
 	}
-	return usage("study: unknown subcommand %q (list, show, run)", args[0])
+	return usage("study: unknown subcommand %q (list, show, fidelity, run)", args[0])
+}
+
+// studyFidelity prints the fidelity ledger of one study, or of every
+// study and then the count over all of them.
+func studyFidelity(st *State, args []string) error {
+	fs := newFlags(st, "study fidelity", "study fidelity [ID] [--scale paper|quick]")
+	scale := fs.String("scale", study.ScalePaper, "the scale whose ledger to print (a scale's shorter runs and fewer repetitions are choices that differ)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ids := study.IDs()
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		ids = []string{fs.Arg(0)}
+	default:
+		return usage("study fidelity takes at most one study id (%s)", strings.Join(study.IDs(), ", "))
+	}
+	faithful, total := 0, 0
+	for i, id := range ids {
+		f, err := studyFile(id, *scale)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			fmt.Fprintln(st.Stdout)
+		}
+		n, m := study.PrintFidelity(st.Stdout, f)
+		faithful, total = faithful+n, total+m
+	}
+	if len(ids) > 1 {
+		fmt.Fprintf(st.Stdout, "\nevery study: faithful here: %d of %d\n", faithful, total)
+	}
+	return nil
 }
 
 func studyList(st *State, args []string) error {
@@ -112,6 +150,12 @@ func studyShow(st *State, args []string) error {
 		return err
 	}
 	fmt.Fprintf(st.Stdout, "# isobench study %s at %s scale: %s\n# Run it as it is with 'isobench run FILE', or edit it first.\n", f.Study.ID, f.Study.Scale, f.Study.Title)
+	if f.Study.HasLedger() {
+		fmt.Fprintf(st.Stdout, "# Against the paper (the fidelity: entries below; 'isobench study fidelity %s' says why):\n", f.Study.ID)
+		for _, e := range f.Study.Experiments {
+			fmt.Fprintf(st.Stdout, "#   %s %s\n", e.ID, f.Study.Ledger(e, f.Reps).Line())
+		}
+	}
 	_, err = st.Stdout.Write(b)
 	return err
 }
@@ -217,7 +261,7 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 	if id == 0 {
 		return runErr // the run never began (e.g. an image could not be prepared)
 	}
-	cells, err := runCells(context.WithoutCancel(ctx), *db, id, f.Baseline)
+	cells, err := runCells(context.WithoutCancel(ctx), *db, id, f.Baseline, f.Warmup)
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -300,7 +344,7 @@ func (st *State) availablePlatforms(ctx context.Context, labels []string, stateD
 }
 
 // runCells summarises run id of a store.
-func runCells(ctx context.Context, db string, id int64, baseline string) ([]report.Cell, error) {
+func runCells(ctx context.Context, db string, id int64, baseline string, warmups int) ([]report.Cell, error) {
 	s, err := store.Open(ctx, db)
 	if err != nil {
 		return nil, err
@@ -310,5 +354,5 @@ func runCells(ctx context.Context, db string, id int64, baseline string) ([]repo
 	if err != nil {
 		return nil, err
 	}
-	return report.Cells(samples, report.Options{Baseline: baseline, Stats: stats.Options{Seed: id}}), nil
+	return report.Cells(samples, report.Options{Baseline: baseline, Stats: stats.Options{Seed: id}, Warmups: warmups}), nil
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/isobench/isobench/internal/hoststate"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/stats"
 	"github.com/isobench/isobench/internal/window"
@@ -82,6 +83,9 @@ type key struct {
 type Options struct {
 	Baseline string // platform label; "" for none
 	Stats    stats.Options
+	// Warmups is how many warm-up repetitions the run made before the
+	// measured ones (the noise warnings' advice depends on it).
+	Warmups int
 }
 
 // Cells groups samples into summarised cells, in a stable order (workload,
@@ -93,6 +97,9 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 		perRep map[int][]float64
 		aggRep map[int]float64
 		order  int
+		// the host state each repetition started from (hoststate tags)
+		stateRep map[int]map[string]float64
+		states   []map[string]float64 // in the order of Values
 	}
 	groups := map[key]*acc{}
 	labelOrder := map[string]int{}
@@ -110,7 +117,7 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 		if !ok {
 			g = &acc{cell: Cell{Platform: s.Platform, Options: s.Options, Workload: s.Workload, Params: s.Params,
 				Instances: s.Instances, Metric: s.Metric, Unit: s.Unit, Better: string(s.Better)},
-				perRep: map[int][]float64{}, aggRep: map[int]float64{}, order: n}
+				perRep: map[int][]float64{}, aggRep: map[int]float64{}, stateRep: map[int]map[string]float64{}, order: n}
 			g.cell.seen = n
 			n++
 			groups[k] = g
@@ -119,6 +126,11 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 			g.aggRep[s.Rep] = s.Value
 		} else {
 			g.perRep[s.Rep] = append(g.perRep[s.Rep], s.Value)
+		}
+		if _, ok := g.stateRep[s.Rep]; !ok {
+			if v := hoststate.Values(s.Tags); len(v) > 0 {
+				g.stateRep[s.Rep] = v
+			}
 		}
 	}
 	var cells []*acc
@@ -136,6 +148,7 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 		}
 		slices.Sort(idx)
 		for _, r := range idx {
+			g.states = append(g.states, g.stateRep[r])
 			if vs, ok := g.perRep[r]; ok {
 				var sum float64
 				for _, v := range vs {
@@ -154,7 +167,10 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 		c.N, c.Median, c.Mean, c.Stdev, c.CV = sm.N, sm.Median, sm.Mean, sm.Stdev, sm.CV
 		c.Min, c.Max, c.P5, c.P95 = sm.Min, sm.Max, sm.P5, sm.P95
 		c.CILow, c.CIHigh, c.CIValid, c.Outliers = sm.CILow, sm.CIHigh, sm.CIValid, len(sm.Outliers)
-		c.Warnings = stats.Warnings(c.Values, c.Better, stats.WarnOptions{})
+		c.Warnings = stats.Warnings(c.Values, c.Better, stats.WarnOptions{Warmups: o.Warmups})
+		if !sample.Bookkeeping(c.Metric) {
+			c.Warnings = append(c.Warnings, hoststate.Warnings(c.Values, c.Better, c.CV > stats.DefaultCVThreshold, g.states)...)
+		}
 		cells = append(cells, g)
 	}
 	ptrs := make([]*Cell, len(cells))
@@ -184,6 +200,16 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 			} else if PhaseMetric(c.Metric) && c.Platform != b.cell.Platform {
 				c.Verdict = VerdictNoPhaseVerdict
 			}
+			if c.Verdict != "baseline" && !sample.Bookkeeping(c.Metric) {
+				if w := baselineCarryOver(b.cell, b.states, *c, g.states); w != "" {
+					c.Warnings = append(c.Warnings, w)
+				}
+			}
+			if c.Verdict != "baseline" && !sample.Bookkeeping(c.Metric) {
+				if w := baselineCarryOver(b.cell, b.states, *c, g.states); w != "" {
+					c.Warnings = append(c.Warnings, w)
+				}
+			}
 		}
 	}
 	if _, ok := labelOrder[bl]; ok {
@@ -205,6 +231,29 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 		out[i] = g.cell
 	}
 	return out
+}
+
+// baselineCarryOver is the warning of cell c compared with the baseline
+// cell b when the baseline's repetitions started from different host
+// states (b carries a carry-over warning) or c's and b's started from
+// different states; "" otherwise. The ratio then measures the host's
+// state as much as the platform.
+func baselineCarryOver(b Cell, bStates []map[string]float64, c Cell, cStates []map[string]float64) string {
+	var why []string
+	for _, w := range b.Warnings {
+		if strings.HasPrefix(w, hoststate.Kind+":") {
+			why = append(why, fmt.Sprintf("the repetitions of %s started from different host states (see its warnings)", b.Label()))
+			break
+		}
+	}
+	if d := hoststate.Compare(b.Label(), bStates, c.Label(), cStates); d != "" {
+		why = append(why, d)
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %s; the ratio to %s reflects what earlier repetitions left on the host, not only %s's merit",
+		hoststate.BaselineKind, strings.Join(why, "; "), b.Label(), c.Label())
 }
 
 // SplitBaseline splits a baseline pinned to an instance count,

@@ -141,10 +141,14 @@ func newPage(d Doc) page {
 		}
 	}
 	score, haveScore, scoreErr := OverallScore(d.Cells)
+	// study 004's overall score, and what a run lacks for it, only where
+	// it is expected: study 004's report, or a run with all its inputs
+	// (any run with a cpu cell is not study 004)
+	study004 := d.Study != nil && d.Study.ID == "004"
 	switch {
-	case scoreErr != nil:
+	case scoreErr != nil && study004:
 		pg.ScoreErr = scoreErr.Error()
-	case haveScore:
+	case haveScore && (study004 || len(score.Missing) == 0):
 		pg.Score = scoreViewOf(score)
 	}
 	for _, g := range groups {
@@ -287,7 +291,10 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{end}}</section>
 {{end -}}
 {{range .Sections}}<section class="paper" id="{{.ID}}"><h2>{{.Number}}: {{.Title}}</h2>
-{{range .Notes}}<p class="meta">{{.}}</p>
+{{if .Fidelity}}<div class="fidelity"><b>{{.Fidelity}}</b>{{if .FidelityDetails}}<ul>
+{{range .FidelityDetails}}<li>{{.}}</li>
+{{end}}</ul>{{end}}</div>
+{{end}}{{range .Notes}}<p class="meta">{{.}}</p>
 {{end}}<div class="paper-body">{{if or .Charts .Left}}<div class="charts">
 {{range .Charts}}{{.}}
 {{end}}{{range .Left}}{{template "ptable" .}}{{end}}</div>

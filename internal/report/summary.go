@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/isobench/isobench/internal/hoststate"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/stats"
 )
@@ -62,6 +63,9 @@ type SummaryOptions struct {
 	// DetailsHint is the command that prints the full tables, named at
 	// the end ("" for none).
 	DetailsHint string
+	// Warmups is how many warm-up repetitions the run made (the advice
+	// for a cold start: add one, or raise it).
+	Warmups int
 }
 
 // Summary writes the one-screen answer of a run, in the style of
@@ -90,7 +94,7 @@ func Summary(w io.Writer, cells []Cell, o SummaryOptions) error {
 			fmt.Fprintf(w, "  %-*s  %s\n", width, c.Label(), summaryLine(c))
 		}
 	}
-	if err := noiseLines(w, cells); err != nil {
+	if err := noiseLines(w, cells, o.Warmups); err != nil {
 		return err
 	}
 	if o.DetailsHint != "" {
@@ -115,6 +119,13 @@ func summaryLine(c Cell) string {
 	ci := ""
 	if c.RatioValid {
 		ci = fmt.Sprintf(", 95%% CI [%s, %s]", ratioNum(c.RatioCILow), ratioNum(c.RatioCIHigh))
+	}
+	for _, w := range c.Warnings {
+		if strings.HasPrefix(w, hoststate.BaselineKind+":") {
+			// never a ratio presented as the platform's merit alone
+			ci += "; the host's state differed: see " + hoststate.BaselineKind
+			break
+		}
 	}
 	baseMedian := c.Median / c.Ratio
 	switch c.Verdict {
@@ -148,15 +159,17 @@ func ratioNum(r float64) string {
 
 // noiseAdvice is what to do about each kind of noise warning.
 var noiseAdvice = map[string]string{
-	"noisy":        "raise --reps or use --reps auto; see the report",
-	"cold start":   "add --warmup 1",
-	"drift":        "something changed during the run (thermal throttling, another load); rerun on a quiet host",
-	"short window": "lengthen the workload's duration: its instances did not run together long enough",
+	"noisy":                "raise --reps or use --reps auto; see the report",
+	"cold start":           "add --warmup 1",
+	"drift":                "something changed during the run (thermal throttling, another load); rerun on a quiet host",
+	"short window":         "lengthen the workload's duration: its instances did not run together long enough",
+	hoststate.Kind:         "isobench lets TIME_WAIT sockets, dirty pages and leftover processes drain before each repetition (bounded); what was left is in the report: rerun when nothing else runs on the host",
+	hoststate.BaselineKind: "those ratios measure the host's state as much as the platforms; see the report",
 }
 
 // noiseLines prints one line per kind of noise warning: how many cells,
 // what the kind means and the advice.
-func noiseLines(w io.Writer, cells []Cell) error {
+func noiseLines(w io.Writer, cells []Cell, warmups int) error {
 	var order []string
 	count := map[string]int{}
 	for _, c := range cells {
@@ -186,10 +199,17 @@ func noiseLines(w io.Writer, cells []Cell) error {
 			what = "with a cold start (first repetition far off)"
 		case "drift":
 			what = "drifting over the run"
+		case hoststate.Kind:
+			what = "whose repetitions started from different host states"
+		case hoststate.BaselineKind:
+			what = "compared with a baseline whose host state differed"
 		case "short window":
 			what = "whose instances ran together for under 90% of their run"
 		}
 		advice := noiseAdvice[k]
+		if k == "cold start" && warmups > 0 {
+			advice = fmt.Sprintf("it ran after %d warm-up repetition(s): raise --warmup", warmups)
+		}
 		if advice == "" {
 			advice = "see the report"
 		}

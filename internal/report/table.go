@@ -41,7 +41,11 @@ func Table(w io.Writer, cells []Cell) error {
 func warningSummary(w io.Writer, cells []Cell, limit int) error {
 	kinds := map[string][]string{}
 	var order []string
+	warned := 0
 	for _, c := range cells {
+		if len(c.Warnings) > 0 {
+			warned++
+		}
 		for _, wn := range c.Warnings {
 			kind, _, _ := strings.Cut(wn, ":")
 			if _, ok := kinds[kind]; !ok {
@@ -53,7 +57,7 @@ func warningSummary(w io.Writer, cells []Cell, limit int) error {
 	if len(order) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\nnoise warnings (%d cells):\n", len(cells))
+	fmt.Fprintf(w, "\nnoise warnings (%d of %d cells):\n", warned, len(cells))
 	for _, k := range order {
 		list := kinds[k]
 		fmt.Fprintf(w, "  %s: %d cell(s)\n", k, len(list))

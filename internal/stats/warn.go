@@ -37,6 +37,9 @@ type WarnOptions struct {
 	// DriftMinN: the trend test needs at least this many values
 	// (default 8; values below 3 mean the default).
 	DriftMinN int
+	// Warmups is how many warm-up repetitions ran before the values (the
+	// cold-start advice depends on it: add one, or more).
+	Warmups int
 }
 
 func (o WarnOptions) normalized() WarnOptions {
@@ -74,7 +77,7 @@ func Warnings(values []float64, better string, opt WarnOptions) []string {
 	opt = opt.normalized()
 	xs, _ := finiteValues(values)
 	var out []string
-	if w := coldStart(xs, better, opt.ColdSDs); w != "" {
+	if w := coldStart(xs, better, opt.ColdSDs, opt.Warmups); w != "" {
 		out = append(out, w)
 	}
 	if len(xs) >= 2 {
@@ -95,7 +98,7 @@ func Warnings(values []float64, better string, opt WarnOptions) []string {
 
 // coldStart returns a warning when xs[0] is an outlier on the bad side of
 // the others.
-func coldStart(xs []float64, better string, sds float64) string {
+func coldStart(xs []float64, better string, sds float64, warmups int) string {
 	if len(xs) < 4 {
 		return ""
 	}
@@ -135,8 +138,12 @@ func coldStart(xs []float64, better string, sds float64) string {
 	if better != BetterLower && better != BetterHigher {
 		word = "different"
 	}
-	return fmt.Sprintf("cold start: the first run (%.4g) is much %s than the median of the others (%.4g, %.1f robust SDs away); add a warm-up run",
-		first, word, saturate(math.Ldexp(med, exp)), math.Abs(z))
+	advice := "add a warm-up run"
+	if warmups > 0 {
+		advice = fmt.Sprintf("it ran after %d warm-up repetition(s): raise --warmup", warmups)
+	}
+	return fmt.Sprintf("cold start: the first run (%.4g) is much %s than the median of the others (%.4g, %.1f robust SDs away); %s",
+		first, word, saturate(math.Ldexp(med, exp)), math.Abs(z), advice)
 }
 
 // drift returns a warning when xs (in run order) has a monotone trend.
