@@ -23,19 +23,27 @@ type execPost struct {
 	Cwd          string            `json:"cwd"`
 }
 
-// Exec runs argv in the container through LXD's exec API: one websocket
-// each for stdin, stdout and stderr, and a control websocket that is used
-// to kill the command (SIGKILL) when ctx is cancelled.
+// Exec runs argv in the container through LXD's exec API, under
+// "isobench agent confine" (Docker's filter and capabilities; see the
+// package doc).
 func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
 	if len(argv) == 0 {
 		return errors.New("lxd: empty command")
 	}
+	return in.exec(ctx, local.ConfinedArgv(argv), stdio)
+}
+
+// exec runs argv in the container through LXD's exec API, as LXD gives
+// it (for isobench's own commands: the network setup, systemctl): one
+// websocket each for stdin, stdout and stderr, and a control websocket
+// that is used to kill the command (SIGKILL) when ctx is cancelled.
+func (in *Instance) exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
 	if in.isClosed() {
 		return fmt.Errorf("lxd: instance %s is closed", in.id)
 	}
 	c := in.p.c
 	r, err := c.raw(ctx, http.MethodPost, "/1.0/instances/"+in.id+"/exec", execPost{
-		Command: local.GuestArgv(argv), Environment: execEnv(), WaitForWS: true, Cwd: "/",
+		Command: argv, Environment: execEnv(), WaitForWS: true, Cwd: "/",
 	}, nil)
 	if err != nil {
 		return fmt.Errorf("lxd exec: %w", err)

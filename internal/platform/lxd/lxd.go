@@ -11,6 +11,18 @@
 // init system in the guest would mount them). Containers are unprivileged
 // (LXD's default) unless privileged=true.
 //
+// Confinement: every workload process (the main process and each Exec)
+// runs under "isobench agent confine" (internal/confine): Docker's default
+// seccomp filter and capability set, no no_new_privs, as a Docker
+// container's process (inside the container's user namespace when it is
+// unprivileged). LXD's own seccomp policy is off
+// (security.syscalls.deny_default=false), so a workload pays for exactly
+// Docker's filter; the container's init (the idling agent, or systemd)
+// keeps LXD's capabilities and has no filter (the init_* facts). Devices:
+// raw.lxc replaces LXD's list (which allows /dev/fuse) by a deny-all and
+// Docker's (confine.DockerDevices). Memory: raw.lxc limits memory and swap
+// together to the memory limit, as Docker's --memory-swap.
+//
 // network=bridge attaches a veth to the isobench host bridge with a lease
 // from hostnet and configures it inside; network=none gives loopback only.
 // LXD has no host network mode for containers (it refuses lxc.net.* in
@@ -37,6 +49,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/confine"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
@@ -373,9 +386,12 @@ type instancesPost struct {
 // instanceConfig builds the creation request for spec s.
 func (p *Platform) instanceConfig(s platform.Spec, id, alias, volume, hostVeth string) instancesPost {
 	cfg := map[string]string{
-		"raw.lxc":        p.rawLXC(),
+		"raw.lxc":        p.rawLXC() + devicesLXC(cgroup.Version() == 2),
 		"user.isobench":  "1",
 		"boot.autostart": "false",
+		// no seccomp policy of LXD's: the workloads' filter is Docker's
+		// alone (see the package doc)
+		"security.syscalls.deny_default": "false",
 	}
 	if s.Name != "" {
 		cfg["user.isobench.name"] = s.Name
@@ -388,6 +404,9 @@ func (p *Platform) instanceConfig(s platform.Spec, id, alias, volume, hostVeth s
 	}
 	if s.Memory > 0 {
 		cfg["limits.memory"] = strconv.FormatInt(s.Memory, 10)
+		// no swap beyond it, as Docker's --memory-swap: LXD's
+		// limits.memory.swap=false only sets swappiness 0
+		cfg["raw.lxc"] += noSwapLXC(s.Memory, cgroup.Version() == 2, cgroup.SwapAccounting())
 	}
 	if p.privileged {
 		cfg["security.privileged"] = "true"
@@ -409,6 +428,36 @@ func (p *Platform) instanceConfig(s platform.Spec, id, alias, volume, hostVeth s
 		Config:   cfg,
 		Devices:  dev,
 	}
+}
+
+// devicesLXC is the raw.lxc that replaces LXD's device list with Docker's:
+// a deny-all (which drops LXD's rules before it), then confine's list.
+func devicesLXC(v2 bool) string {
+	key := "lxc.cgroup.devices."
+	if v2 {
+		key = "lxc.cgroup2.devices."
+	}
+	var b strings.Builder
+	b.WriteString(key + "deny = a\n")
+	for _, r := range confine.DockerDevices {
+		b.WriteString(key + "allow = " + r.String() + "\n")
+	}
+	return b.String()
+}
+
+// noSwapLXC is the raw.lxc that limits memory and swap together to the
+// memory limit (LXC applies memsw after the memory limit LXD sets); without
+// swap accounting it sets swappiness 0 (v1) instead, as cgroup.New does.
+func noSwapLXC(memory int64, v2, accounting bool) string {
+	switch {
+	case v2 && accounting:
+		return "lxc.cgroup2.memory.swap.max = 0\n"
+	case v2:
+		return ""
+	case accounting:
+		return "lxc.cgroup.memory.memsw.limit_in_bytes = " + strconv.FormatInt(memory, 10) + "\n"
+	}
+	return "lxc.cgroup.memory.swappiness = 0\n"
 }
 
 // volumeDir is the host directory of an instance's storage=volume.
@@ -489,7 +538,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		pfx := netip.PrefixFrom(in.addr, in.bridge.Prefix.Bits())
 		script := fmt.Sprintf("ip addr add %s dev eth0 && ip link set eth0 up && ip route add default via %s", pfx, in.bridge.Gateway())
 		var errb local.TailBuffer
-		if err := in.Exec(ctx, []string{"sh", "-c", script}, platform.ExecIO{Stderr: &errb}); err != nil {
+		if err := in.exec(ctx, []string{"sh", "-c", script}, platform.ExecIO{Stderr: &errb}); err != nil {
 			return nil, fmt.Errorf("lxd: configuring eth0 in %s: %w: %s", id, err, errb.String())
 		}
 	}
@@ -628,9 +677,24 @@ func (in *Instance) Facts(ctx context.Context) map[string]string {
 	}
 	if in.spec.Memory > 0 {
 		f["memory"] = strconv.FormatInt(in.spec.Memory, 10)
+		cgroup.SwapFacts(f, in.spec.Memory) // noSwapLXC
 	}
 	if in.addr.IsValid() {
 		f["address"] = in.addr.String()
+	}
+	// the workloads' and the init's, see the package doc
+	f["capabilities"] = "docker-default"
+	f["seccomp_profile"] = "docker-default"
+	f["devices"] = confine.DockerDevicesList()
+	f["init_capabilities"] = "lxd-default"
+	f["init_seccomp_profile"] = "none"
+	var st instanceState
+	if err := in.p.c.sync(ctx, http.MethodGet, "/1.0/instances/"+escape(in.id)+"/state", nil, &st); err == nil && st.Pid > 0 {
+		if c, err := local.ProcConfinement(st.Pid); err == nil {
+			for k, v := range c {
+				f["init_"+k] = v
+			}
+		}
 	}
 	return f
 }

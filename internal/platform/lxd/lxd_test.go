@@ -145,6 +145,23 @@ func TestOptions(t *testing.T) {
 	if !strings.Contains(req.Config["raw.lxc"], "lxc.init.cmd = /usr/local/bin/isobench agent idle") || len(req.Profiles) != 0 {
 		t.Errorf("raw.lxc %q profiles %v", req.Config["raw.lxc"], req.Profiles)
 	}
+	// Docker's confinement: no seccomp policy of LXD's, Docker's devices
+	// after a deny-all, no swap beyond the memory limit
+	raw := req.Config["raw.lxc"]
+	if req.Config["security.syscalls.deny_default"] != "false" ||
+		!strings.Contains(raw, "devices.deny = a\n") || !strings.Contains(raw, "devices.allow = c 136:* rwm\n") ||
+		strings.Index(raw, "devices.deny = a") > strings.Index(raw, "devices.allow") {
+		t.Errorf("confinement config %v", req.Config)
+	}
+	if got := noSwapLXC(256<<20, false, true); got != "lxc.cgroup.memory.memsw.limit_in_bytes = 268435456\n" {
+		t.Errorf("noSwapLXC v1 = %q", got)
+	}
+	if got := noSwapLXC(256<<20, false, false); got != "lxc.cgroup.memory.swappiness = 0\n" {
+		t.Errorf("noSwapLXC v1 without swap accounting = %q", got)
+	}
+	if got := noSwapLXC(256<<20, true, true); got != "lxc.cgroup2.memory.swap.max = 0\n" {
+		t.Errorf("noSwapLXC v2 = %q", got)
+	}
 	if got := cpuAllowance(0.255); got != "255ms/1000ms" {
 		t.Errorf("cpuAllowance(0.255) = %s", got)
 	}

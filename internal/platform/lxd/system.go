@@ -60,7 +60,7 @@ func (in *Instance) waitBooted(ctx context.Context) error {
 	var last string
 	for {
 		var out bytes.Buffer
-		in.Exec(ctx, []string{"systemctl", "is-system-running", "--wait"}, platform.ExecIO{Stdout: &out, Stderr: &out})
+		in.exec(ctx, []string{"systemctl", "is-system-running", "--wait"}, platform.ExecIO{Stdout: &out, Stderr: &out})
 		last = strings.TrimSpace(out.String())
 		if i := strings.LastIndexByte(last, '\n'); i >= 0 {
 			last = last[i+1:]
