@@ -322,6 +322,7 @@ func (s *suite) testLimits(t *testing.T) {
 		t.Errorf("instance Facts report an error: %s", e)
 	}
 	t.Logf("instance facts: %v", f)
+	s.checkSwap(t, ctx, inst, sp.Memory, f)
 }
 
 // cgroupScript prints "v2", cpu.max and memory.max, or "v1", quota, period
@@ -907,14 +908,6 @@ func (s *suite) testCreateError(t *testing.T) {
 	}
 }
 
-// ConfinedByDefault lists the platforms that give their workloads Docker's
-// default confinement unless told otherwise: its seccomp profile (mode 2,
-// a filter) and its reduced capability set.
-var ConfinedByDefault = []string{"runc", "crun", "docker", "podman"}
-
-// capSysAdmin is CAP_SYS_ADMIN's bit, which Docker's default set lacks.
-const capSysAdmin = 21
-
 // Confinement reads what /proc/self/status says about a process's
 // confinement, as facts: cap_eff and cap_bnd (hex masks), seccomp (0 none,
 // 1 strict, 2 filter) and no_new_privs (0 or 1).
@@ -936,40 +929,6 @@ func Confinement(status string) (map[string]string, error) {
 		f["no_new_privs"] = "0" // kernels before 4.10 do not say
 	}
 	return f, nil
-}
-
-// testConfinement reads the capability sets, seccomp mode and NoNewPrivs
-// of a command run in an instance (what a workload gets) and records them
-// as the instance's confinement facts. Facts the platform reports under
-// the same names must agree; the platforms in ConfinedByDefault must have
-// a seccomp filter and no CAP_SYS_ADMIN.
-func (s *suite) testConfinement(t *testing.T) {
-	ctx := s.ctx(t)
-	inst := s.create(t, s.spec())
-	got, err := Confinement(mustRun(t, ctx, inst, "cat", "/proc/self/status"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s instance facts: cap_eff=%s cap_bnd=%s seccomp=%s no_new_privs=%s", s.p.Name(), got["cap_eff"], got["cap_bnd"], got["seccomp"], got["no_new_privs"])
-	facts := inst.Facts(ctx)
-	for k, v := range got {
-		if fv, ok := facts[k]; ok && fv != v {
-			t.Errorf("instance fact %s=%s, but a command inside has %s", k, fv, v)
-		}
-	}
-	if !slices.Contains(ConfinedByDefault, s.p.Name()) {
-		return
-	}
-	if got["seccomp"] != "2" {
-		t.Errorf("%s: seccomp mode %s inside, want 2 (Docker's default profile)", s.p.Name(), got["seccomp"])
-	}
-	eff, err := strconv.ParseUint(got["cap_eff"], 16, 64)
-	if err != nil {
-		t.Fatalf("CapEff %q: %v", got["cap_eff"], err)
-	}
-	if eff&(1<<capSysAdmin) != 0 {
-		t.Errorf("%s: CapEff %s inside has CAP_SYS_ADMIN, want Docker's reduced set", s.p.Name(), got["cap_eff"])
-	}
 }
 
 func sha256hex(b []byte) string {

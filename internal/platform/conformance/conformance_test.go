@@ -3,6 +3,7 @@ package conformance
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -73,5 +74,34 @@ func TestConfinement(t *testing.T) {
 	}
 	if _, err := Confinement("Name:\tcat\nCapEff:\t0\n"); err == nil {
 		t.Error("a status without CapBnd and Seccomp was accepted")
+	}
+}
+
+func TestDiffConfinement(t *testing.T) {
+	got := DockerConfinement()
+	got["cwd"] = "/"
+	if d := DiffConfinement(got); len(d) != 0 {
+		t.Errorf("Docker's own confinement differs: %q", d)
+	}
+	// not readable on every host: left out, not a difference
+	delete(got, "devices_list")
+	delete(got, "seccomp_filters")
+	if d := DiffConfinement(got); len(d) != 0 {
+		t.Errorf("without devices_list and seccomp_filters: %q", d)
+	}
+	got["seccomp_filters"] = "2" // the engine's filter on top of Docker's
+	got["cap_bnd"] = "000001ffffffffff"
+	got["cwd"] = "(unreachable)/var/lib"
+	delete(got, "seccomp_probe")
+	d := DiffConfinement(got)
+	if len(d) != 4 || !strings.HasPrefix(d[0], "cap_bnd=") || !strings.HasPrefix(d[1], "cwd=") ||
+		!strings.HasPrefix(d[2], "seccomp_filters=") || !strings.HasPrefix(d[3], "seccomp_probe=") {
+		t.Errorf("differences %q", d)
+	}
+	if f, err := ParseProbe(`{"cap_eff":"00000000a80425fb"}` + "\n"); err != nil || f["cap_eff"] != "00000000a80425fb" {
+		t.Errorf("ParseProbe: %v, %v", f, err)
+	}
+	if _, err := ParseProbe("not json"); err == nil {
+		t.Error("ParseProbe accepted garbage")
 	}
 }

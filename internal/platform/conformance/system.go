@@ -34,8 +34,10 @@ type SystemChecks struct {
 // CheckSystemBoots boots a system instance of the debian image on p (the
 // image prepared already) from base (named "sys", 1 CPU, 512 MiB): systemd
 // is PID 1 with journald, D-Bus and sshd active and the masked nginx not;
-// its footprint, when the instance reports one, has memory. Then a main
-// process runs among a system's and gives the instance's status (7).
+// its footprint, when the instance reports one, has memory; a command run
+// with Exec has Docker's confinement (CheckConfinement) while what systemd
+// has is recorded. Then a main process runs among a system's, also with
+// Docker's confinement, and gives the instance's status (7).
 func CheckSystemBoots(ctx context.Context, t *testing.T, p platform.Platform, base platform.Spec, checks SystemChecks) {
 	t.Helper()
 	phases := map[string]time.Time{}
@@ -67,6 +69,28 @@ func CheckSystemBoots(ctx context.Context, t *testing.T, p platform.Platform, ba
 			t.Errorf("%q not in %q", w, o)
 		}
 	}
+	// the workloads isobench runs in a booted system are confined as
+	// Docker's; systemd itself is not (it mounts, unshares...): recorded
+	got, err := Probe(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	CheckConfinement(t, p.Name(), "exec in the booted system", got)
+	out.Reset()
+	if err := in.Exec(ctx, []string{"cat", "/proc/1/status"}, platform.ExecIO{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	init, err := Confinement(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s booted system's init (PID 1): cap_eff=%s cap_bnd=%s seccomp=%s no_new_privs=%s", p.Name(), init["cap_eff"], init["cap_bnd"], init["seccomp"], init["no_new_privs"])
+	facts := in.Facts(ctx)
+	for _, k := range []string{"cap_eff", "cap_bnd", "seccomp", "no_new_privs"} {
+		if fv, ok := facts["init_"+k]; ok && fv != init[k] {
+			t.Errorf("instance fact init_%s=%s, but PID 1 has %s", k, fv, init[k])
+		}
+	}
 	if fp, ok := in.(platform.Footprinter); ok {
 		f, err := fp.Footprint(ctx)
 		if err != nil {
@@ -77,8 +101,11 @@ func CheckSystemBoots(ctx context.Context, t *testing.T, p platform.Platform, ba
 			t.Errorf("footprint memory %d", f.MemoryBytes)
 		}
 	}
-	// a main process runs among the system's and gives its status
-	in2, err := p.Create(ctx, platform.Spec{Name: "sysmain", Image: image.Debian, Main: []string{"sh", "-c", "exit 7"}})
+	// a main process runs among the system's, confined as Docker's, and
+	// gives its status
+	var mainOut syncBuffer
+	in2, err := p.Create(ctx, platform.Spec{Name: "sysmain", Image: image.Debian, MainStdout: &mainOut,
+		Main: []string{"sh", "-c", image.AgentPath + " agent probe; exit 7"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,5 +114,10 @@ func CheckSystemBoots(ctx context.Context, t *testing.T, p platform.Platform, ba
 	var ee *platform.ExitError
 	if code != 7 && !(errors.As(err, &ee) && ee.Code == 7) {
 		t.Errorf("main exit: %d %v, want 7", code, err)
+	}
+	if got, err := ParseProbe(mainOut.String()); err != nil {
+		t.Error(err)
+	} else {
+		CheckConfinement(t, p.Name(), "main process of a booted system", got)
 	}
 }
