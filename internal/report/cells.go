@@ -185,6 +185,9 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 	if o.Baseline != "" {
 		for _, g := range cells {
 			c := &g.cell
+			if sample.Bookkeeping(c.Metric) {
+				continue // the harness's own diagnostic: no platform's merit
+			}
 			n := cmp.Or(at, c.Instances) // baseline PLATFORM@N: every cell against N instances of it
 			b, ok := groups[key{bl, c.Workload, c.Params, n, c.Metric}]
 			if !ok {
@@ -199,11 +202,6 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 				c.Baseline, c.Verdict = bl, "baseline"
 			} else if PhaseMetric(c.Metric) && c.Platform != b.cell.Platform {
 				c.Verdict = VerdictNoPhaseVerdict
-			}
-			if c.Verdict != "baseline" && !sample.Bookkeeping(c.Metric) {
-				if w := baselineCarryOver(b.cell, b.states, *c, g.states); w != "" {
-					c.Warnings = append(c.Warnings, w)
-				}
 			}
 			if c.Verdict != "baseline" && !sample.Bookkeeping(c.Metric) {
 				if w := baselineCarryOver(b.cell, b.states, *c, g.states); w != "" {

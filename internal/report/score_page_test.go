@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"github.com/isobench/isobench/internal/sample"
 	"strings"
 	"testing"
 )
@@ -56,6 +57,29 @@ func TestColdStartAdviceInTheSummary(t *testing.T) {
 		}
 		if warmups > 0 && strings.Contains(b.String(), "add --warmup 1") {
 			t.Errorf("warm-ups %d: still advises adding one", warmups)
+		}
+	}
+}
+
+// TestBookkeepingHasNoVerdict: the runner's own barrier skew and window
+// overlap are diagnostics of the harness, not compared with the baseline.
+func TestBookkeepingHasNoVerdict(t *testing.T) {
+	var in []sample.Sample
+	for rep := range 5 {
+		for _, p := range []string{"native", "docker"} {
+			for _, m := range []string{sample.SkewMetric, sample.WindowMetric, "ops"} {
+				in = append(in, sample.Sample{Platform: p, Workload: "cpu", Params: "threads=1", Instances: 2, Instance: sample.AggregateInstance, Rep: rep,
+					Metric: m, Unit: "x", Better: sample.Higher, Value: float64(10 + rep)})
+			}
+		}
+	}
+	for _, c := range Cells(in, Options{Baseline: "native"}) {
+		bk := sample.Bookkeeping(c.Metric)
+		if bk && (c.Verdict != "" || c.Baseline != "") {
+			t.Errorf("%s on %s: verdict %q against %q", c.Metric, c.Label(), c.Verdict, c.Baseline)
+		}
+		if !bk && c.Verdict == "" {
+			t.Errorf("%s on %s: no verdict", c.Metric, c.Label())
 		}
 	}
 }
