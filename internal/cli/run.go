@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/hostinfo"
+	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/progress"
 	"github.com/isobench/isobench/internal/report"
@@ -21,6 +22,7 @@ import (
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/stats"
 	"github.com/isobench/isobench/internal/store"
+	"github.com/isobench/isobench/internal/study"
 	"github.com/isobench/isobench/internal/workload"
 )
 
@@ -52,7 +54,7 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	target := fs.Float64("target", 2, "`PERCENT`: with --reps auto, stop when the median's 95% CI is within ±PERCENT")
 	warmup := fs.Int("warmup", 0, "`N`: warm-up repetitions before the measured ones (stored, flagged warmup)")
 	baseline := fs.String("baseline", "", "`LABEL[@N]`: the platform the others are compared with (default native when present); @N pairs every cell with N instances of it, e.g. native@1")
-	image := fs.String("image", "minimal", "`PROFILE`: image profile for instances (minimal or tools)")
+	image := fs.String("image", "minimal", "`PROFILE`: image profile for instances ("+strings.Join(image.Profiles(), ", ")+"; the service, transfer and spark workloads choose theirs when it is left out)")
 	db := fs.String("db", "isobench.db", "`FILE`: result store (SQLite)")
 	stateDir := fs.String("state-dir", "", "`DIR`: where images and rootfs trees are kept (default /var/lib/isobench as root, else ~/.cache/isobench; ISOBENCH_STATE)")
 	quiet := fs.Bool("quiet", false, "no progress display")
@@ -60,6 +62,7 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	details := fs.Bool("details", false, "after the summary, the full tables: every metric, startup phase and instance count")
 	resume := fs.Int64("resume", 0, "`RUN`: continue run RUN of --db (interrupted, failed or crashed) from its first unfinished repetition, with its plan")
 	trustHosts := fs.Bool("trust-hosts", false, "let the study file (or the resumed run's stored plan) name the hosts isobench connects to over SSH with your keys (hosts:, host=, key=, binary=); without it such a file is refused: give the hosts with --host")
+	dry := fs.Bool("dry-run", false, "print the plan (cells, runs, time estimate, what cannot run) and exit: nothing is contacted or started")
 	htmlOut := fs.String("html", "", "`FILE`: where to write the run's HTML report (default: next to --db, DB-runN.html; 'none' for no page)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -153,6 +156,9 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	}
 	for _, c := range cannot {
 		fmt.Fprintf(st.Stderr, "plan: %s\n", c)
+	}
+	if *dry {
+		return printPlan(st, study)
 	}
 	if err := checkStore(ctx, *db); err != nil {
 		return err
@@ -350,6 +356,9 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	if study.Image == "" {
 		study.Image = "minimal"
 	}
+	if err := image.CheckProfile(study.Image); err != nil {
+		return runner.Plan{}, nil, usage("--image: %v", err)
+	}
 	if study.Warmup < 0 {
 		return runner.Plan{}, nil, usage("--warmup must be ≥ 0")
 	}
@@ -506,5 +515,25 @@ func duetPlan(plan *runner.Plan, targets []target) error {
 		return err
 	}
 	plan.Duet, plan.DuetCPUs = true, halves
+	return nil
+}
+
+// printPlan is run --dry-run: the matrix as the study planner sees it
+// (cells, runs, estimated time), after every check that needs nothing
+// started.
+func printPlan(st *State, s Study) error {
+	f := study.File{Platforms: s.Platforms, Workloads: s.Workloads, Instances: s.Instances, Reps: s.Reps, Warmup: s.Warmup,
+		Baseline: s.Baseline, Image: s.Image, Study: s.About}
+	if s.Reps == "auto" {
+		f.Reps = strconv.Itoa(max(s.RepsCap, 3))
+	}
+	p, err := study.NewPlan(f, st.Workloads)
+	if err != nil {
+		return usage("%v", err)
+	}
+	p.Print(st.Stdout)
+	if s.Reps == "auto" {
+		fmt.Fprintf(st.Stdout, "reps auto: %s is the cap; cells stop sooner once every median is precise enough\n", f.Reps)
+	}
 	return nil
 }

@@ -35,8 +35,21 @@ const (
 	Minimal = "minimal"
 )
 
+// Profiles lists every image profile, in the order help shows them.
+func Profiles() []string { return []string{Minimal, Tools, Debian, DebianDocker, Spark} }
+
+// CheckProfile says whether p names a profile, before anything is built.
+func CheckProfile(p string) error {
+	for _, k := range Profiles() {
+		if p == k {
+			return nil
+		}
+	}
+	return unknownProfile(p)
+}
+
 func unknownProfile(p string) error {
-	return fmt.Errorf("unknown image profile %q (known: %s, %s, %s, %s, %s)", p, Minimal, Tools, Debian, DebianDocker, Spark)
+	return fmt.Errorf("unknown image profile %q (known: %s)", p, strings.Join(Profiles(), ", "))
 }
 
 // AgentPath is where the isobench binary lives inside every image.
