@@ -129,3 +129,40 @@ func TestStudyRunQuickEndToEnd(t *testing.T) {
 		t.Errorf("cpu total_time at %d thread counts, want 5: %v", len(threads), threads)
 	}
 }
+
+// TestStudyFidelity: one row per experiment and the count last, for one
+// study and for all; study show carries the ledger lines as comments.
+func TestStudyFidelity(t *testing.T) {
+	st, out, errb := newTestState(t)
+	if code := Main(context.Background(), st, []string{"study", "fidelity", "001"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if lines[len(lines)-1] != "faithful here: 0 of 4" {
+		t.Errorf("last line %q", lines[len(lines)-1])
+	}
+	for _, e := range []string{"fig3", "fig4", "fig5", "fig6"} {
+		if !strings.Contains(out.String(), "\n  "+e+" ") {
+			t.Errorf("no row for %s:\n%s", e, out)
+		}
+	}
+	out.Reset()
+	if code := Main(context.Background(), st, []string{"study", "fidelity"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if strings.Count(out.String(), "\nfaithful here: ") != len(study.IDs()) || !strings.Contains(out.String(), "every study: faithful here: ") {
+		t.Errorf("every study:\n%s", out)
+	}
+	out.Reset()
+	if code := Main(context.Background(), st, []string{"study", "show", "000"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if !strings.Contains(out.String(), "#   fig3 fidelity: tool differs (choice)") {
+		t.Errorf("show has no ledger lines:\n%.600s", out)
+	}
+	for _, bad := range [][]string{{"study", "fidelity", "999"}, {"study", "fidelity", "000", "001"}} {
+		if code := Main(context.Background(), st, bad); code != ExitUsage {
+			t.Errorf("%v: exit %d", bad, code)
+		}
+	}
+}

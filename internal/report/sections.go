@@ -63,6 +63,10 @@ type Section struct {
 	// Table is a table of the paper's own columns (study 004's Table 2),
 	// shown besides the cells.
 	Table *SectionTable `json:"table,omitempty"`
+	// Fidelity is the experiment's ledger against the paper in one line,
+	// and FidelityDetails what differs and why, one line each.
+	Fidelity        string   `json:"fidelity,omitempty"`
+	FidelityDetails []string `json:"fidelity_details,omitempty"`
 }
 
 // Panel is one metric of a section with its cells (every platform,
@@ -111,6 +115,8 @@ type StudyHeading struct {
 // sectionView is a Section as the page template shows it.
 type sectionView struct {
 	ID, Number, Title string
+	Fidelity          string
+	FidelityDetails   []string
 	Charts            []template.HTML
 	Notes, NotRun     []string
 	Findings          []findingView
@@ -142,6 +148,8 @@ li.f-agrees{background:#e3f4e1}li.f-disagrees{background:#fbe3e1}li.f-undecided{
 table.paper-table caption{text-align:left;font-weight:bold;padding:2px 0}
 table.paper-table td:first-child,table.paper-table th:first-child{text-align:left}
 .notrun{color:#8a5a00}
+section.paper .fidelity{margin:2px 0 6px;font-size:13px}
+section.paper .fidelity ul{margin:2px 0;padding-left:20px;color:#555}
 `
 
 func outcomeClass(o string) string {
@@ -636,7 +644,7 @@ func sectionViews(secs []Section, colours map[string]string) []sectionView {
 	var out []sectionView
 	for _, s := range secs {
 		v := sectionView{ID: "paper-" + strings.TrimPrefix(anchor(s.ID), "w-"), Number: s.Number, Title: s.Title,
-			Notes: s.Notes, NotRun: s.NotRun}
+			Notes: s.Notes, NotRun: s.NotRun, Fidelity: s.Fidelity, FidelityDetails: s.FidelityDetails}
 		for _, f := range s.Findings {
 			fv := findingView{Text: f.Text}
 			for _, l := range f.Lines {

@@ -267,6 +267,18 @@ func (p Plan) Print(w io.Writer) {
 		for _, e := range m.PendingExperiments() {
 			fmt.Fprintf(w, "not yet runnable: %s %s: %s\n", e.ID, e.Title, e.NotRunnable)
 		}
+		if m.HasLedger() {
+			fmt.Fprintf(w, "against the paper ('isobench study fidelity %s' says why each item differs):\n", m.ID)
+			n := 0
+			for _, e := range m.Experiments {
+				l := m.Ledger(e, f.Reps)
+				if l.Faithful() {
+					n++
+				}
+				fmt.Fprintf(w, "  %s %s\n", e.ID, l.Line())
+			}
+			fmt.Fprintf(w, "faithful here: %d of %d\n", n, len(m.Experiments))
+		}
 		if len(p.Available) > 0 {
 			fmt.Fprintf(w, "this binary now has %s: add to workloads: (see the study's pending entries) to run them\n", strings.Join(p.Available, ", "))
 		}

@@ -205,6 +205,10 @@ func Sections(f File, cells []report.Cell, absent map[string]string) (*report.St
 	var out []report.Section
 	for _, e := range m.Experiments {
 		sec := report.Section{ID: e.ID, Number: PaperNumber(e.ID), Title: e.Title, Central: centralKind, Baseline: f.Baseline}
+		if m.HasLedger() {
+			l := m.Ledger(e, f.Reps)
+			sec.Fidelity, sec.FidelityDetails = l.Line(), l.Details()
+		}
 		sec.Findings = sectionFindings(e, checks)
 		if e.Workload == "" {
 			sec.Shape = report.ShapeTable

@@ -53,11 +53,17 @@ type Meta struct {
 	PaperBaseline string `yaml:"paper_baseline,omitempty" json:"paper_baseline,omitempty"`
 	// Scale is the scale the matrix is at ("paper" in the embedded
 	// files; `study show --scale quick` writes "quick").
-	Scale       string           `yaml:"scale,omitempty" json:"scale,omitempty"`
-	Platforms   []Platform       `yaml:"platforms" json:"platforms"`
-	Scales      map[string]Scale `yaml:"scales,omitempty" json:"scales,omitempty"`
-	Experiments []Experiment     `yaml:"experiments" json:"experiments"`
-	Notes       []string         `yaml:"notes,omitempty" json:"notes,omitempty"`
+	Scale string `yaml:"scale,omitempty" json:"scale,omitempty"`
+	// paperReps are the repetitions at the paper's scale, kept by AtScale
+	// for the ledger ("" when the file was read at another scale).
+	paperReps string
+	Platforms []Platform       `yaml:"platforms" json:"platforms"`
+	Scales    map[string]Scale `yaml:"scales,omitempty" json:"scales,omitempty"`
+	// Fidelity holds the ledger items every experiment shares (an
+	// experiment's own items replace them; fidelity.go).
+	Fidelity    *Fidelity    `yaml:"fidelity,omitempty" json:"fidelity,omitempty"`
+	Experiments []Experiment `yaml:"experiments" json:"experiments"`
+	Notes       []string     `yaml:"notes,omitempty" json:"notes,omitempty"`
 }
 
 // Platform is one platform of the paper: either run here as Label (one of
@@ -105,6 +111,9 @@ type Experiment struct {
 	// Score, when set, makes this experiment a table of 1 − Op per row
 	// against the baseline, summed (study 004's Table 2).
 	Score *Score `yaml:"score,omitempty" json:"score,omitempty"`
+	// Fidelity is the experiment's ledger against the paper, over the
+	// study's (fidelity.go).
+	Fidelity *Fidelity `yaml:"fidelity,omitempty" json:"fidelity,omitempty"`
 }
 
 // Score defines a study-004-style overall score: each row is the mean of
@@ -232,6 +241,9 @@ func (f File) Check() error {
 			}
 		}
 	}
+	if err := m.checkLedger(); err != nil {
+		return err
+	}
 	for _, e := range m.Experiments {
 		if e.Workload == "" {
 			if e.NotRunnable == "" {
@@ -305,6 +317,7 @@ func (f File) AtScale(scale string) (File, error) {
 		out := f.clone()
 		if out.Study != nil {
 			out.Study.Scale = ScalePaper
+			out.Study.paperReps = f.Reps
 		}
 		return out, nil
 	}
@@ -322,6 +335,9 @@ func (f File) AtScale(scale string) (File, error) {
 	}
 	out := f.clone()
 	out.Study.Scale = scale
+	if f.Study.Scale == "" || f.Study.Scale == ScalePaper {
+		out.Study.paperReps = f.Reps
+	}
 	if sc.Reps != "" {
 		out.Reps = sc.Reps
 	}
