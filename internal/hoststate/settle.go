@@ -79,12 +79,17 @@ type interval struct{ start, end uint64 }
 
 // Settler is asked before every repetition of a run (Settle) and told
 // when it ends (Done). Before each repetition it writes dirty pages back
-// (sync), waits, bounded, for the TIME_WAIT sockets of the repetitions
-// before to expire (down to the level the previous repetition started
-// from) and for processes they started to end, and returns the state the
-// repetition starts from. It resets nothing it did not make: TIME_WAIT
-// sockets cannot be cleared without changing the host's TCP settings, and
-// no process is killed (what is left is recorded and flagged instead).
+// (sync, from SyncAbove), waits, bounded, for what the previous
+// repetition left to go: its TIME_WAIT sockets, when it ended with more
+// than it started from (down to that level plus Slack, and never past
+// Linger after it ended, when all of its own have expired: what is still
+// there then is someone else's), and processes started during earlier
+// repetitions (LeftoverWait), and returns the state the repetition starts
+// from. Every platform gets the same treatment. It resets nothing it did
+// not make: TIME_WAIT sockets cannot be cleared without changing the
+// host's TCP settings, and no process is killed (what is left is recorded
+// and flagged instead). The first repetition of a run does not wait: what
+// it finds was left by no repetition of the run.
 // Safe for use by one runner at a time.
 type Settler struct {
 	o Options

@@ -113,10 +113,11 @@ func (m Measure) format(v float64) string {
 //     value is; better is "lower" or "higher"), naming that measure.
 //
 // Repetitions without a recorded state make a measure unknown for the
-// cell; with fewer than two repetitions there are no peers.
+// cell; with fewer than two repetitions there are no peers, and a cell
+// whose values are all equal has nothing to explain.
 func Warnings(values []float64, better string, noisy bool, states []map[string]float64) []string {
-	if len(values) < 2 || len(states) != len(values) {
-		return nil
+	if len(values) < 2 || len(states) != len(values) || slices.Min(values) == slices.Max(values) {
+		return nil // no peers, or nothing moved
 	}
 	var diffs []string
 	type track struct {
@@ -150,7 +151,7 @@ func Warnings(values []float64, better string, noisy bool, states []map[string]f
 		out = append(out, fmt.Sprintf("%s: repetitions started from different host states: %s", Kind, strings.Join(diffs, "; ")))
 	}
 	if best != nil {
-		out = append(out, fmt.Sprintf("%s: the more %s a repetition started with, the slower it ran (%s → %s; values %.4g → %.4g): what earlier repetitions left on the host, not the platform, moves this cell",
+		out = append(out, fmt.Sprintf("%s: the more %s a repetition started with, the slower it ran (%s → %s; values %.4g → %.4g): the state the host was in, not the platform, moves this cell",
 			Kind, best.m.What, best.m.format(states[best.lo][best.m.Key]), best.m.format(states[best.hi][best.m.Key]), values[best.lo], values[best.hi]))
 	}
 	return out

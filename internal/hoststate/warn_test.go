@@ -55,7 +55,7 @@ func TestWarningsOnlyWhereStatesDiffer(t *testing.T) {
 		t.Errorf("values against the state: %q", ws)
 	}
 	// a cleaner first repetition among dirty peers is the one named
-	ws = Warnings([]float64{2, 2, 2}, "lower", false, states("tcp_time_wait", 0, 20000, 20000))
+	ws = Warnings([]float64{2, 2, 2.01}, "lower", false, states("tcp_time_wait", 0, 20000, 20000))
 	if len(ws) != 1 || !strings.Contains(ws[0], "repetition 1 with 0 TIME_WAIT sockets (the others 20,000)") {
 		t.Errorf("clean first repetition: %q", ws)
 	}
@@ -67,6 +67,9 @@ func TestWarningsOnlyWhereStatesDiffer(t *testing.T) {
 	}
 	if ws := Warnings([]float64{2}, "lower", true, states("tcp_time_wait", 28000)); ws != nil {
 		t.Errorf("one repetition has no peers: %q", ws)
+	}
+	if ws := Warnings([]float64{0, 0, 0}, "lower", false, states("tcp_time_wait", 0, 9000, 28000)); ws != nil {
+		t.Errorf("values that did not move (failed requests: 0): %q", ws)
 	}
 }
 
@@ -86,7 +89,7 @@ func TestWarningsOfEachMeasure(t *testing.T) {
 		{"ephemeral_ports", []float64{12, 14, 20000}, "repetition 3 with 20,000 ephemeral ports in use"},
 	}
 	for _, c := range cases {
-		ws := Warnings([]float64{1, 1, 1}, "lower", false, states(c.key, c.vals...))
+		ws := Warnings([]float64{1, 1, 1.01}, "lower", false, states(c.key, c.vals...))
 		switch {
 		case c.want == "" && ws != nil:
 			t.Errorf("%s %v: %q, want none", c.key, c.vals, ws)
@@ -96,7 +99,7 @@ func TestWarningsOfEachMeasure(t *testing.T) {
 	}
 	// several measures make one warning
 	st := []map[string]float64{{"leftovers": 0, "tcp_time_wait": 0}, {"leftovers": 3, "tcp_time_wait": 0}, {"leftovers": 0, "tcp_time_wait": 9000}}
-	ws := Warnings([]float64{1, 1, 1}, "lower", false, st)
+	ws := Warnings([]float64{1, 1, 1.01}, "lower", false, st)
 	if len(ws) != 1 || !strings.Contains(ws[0], "repetition 3 with 9,000 TIME_WAIT sockets (the others 0); repetition 2 with 3 processes") {
 		t.Errorf("two measures: %q", ws)
 	}
