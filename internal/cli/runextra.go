@@ -91,14 +91,6 @@ func (c cannotRun) String() string {
 	return fmt.Sprintf("%s cannot run on %s: %s", report.Label(c.Workload, c.Params), c.Target, c.Why)
 }
 
-// networkWorkloads need the instance reachable over a network (a server
-// in an instance, or a client in one).
-var networkWorkloads = map[string]bool{"tcp-stream": true, "tcp-rr": true, "tcp-crr": true, "http": true, "redis": true, "oltp": true}
-
-// serviceWorkloads run a server (nginx, redis-server, mariadbd) that only
-// the debian image (or the host, for native) has.
-var serviceWorkloads = map[string]bool{"http": true, "redis": true, "oltp": true}
-
 // preflight finds, per platform × workload, what cannot run before
 // anything starts: a network workload on an instance without a network
 // (network=none), a service workload on an image that lacks the server.
@@ -113,9 +105,9 @@ func preflight(plan runner.Plan) ([]cannotRun, error) {
 			}
 			c := cannotRun{Target: t.Label, Workload: name, Params: params}
 			switch {
-			case networkWorkloads[name] && t.Base.Network == platform.NetNone && !bothOnHost(params):
+			case job.Def.Needs.Network && t.Base.Network == platform.NetNone && !bothOnHost(params):
 				c.Why = "the instance has no network (network=none); leave network out (bridge by default) or give network=bridge"
-			case serviceWorkloads[name] && service.ImageFor(plan.Image) != service.Image:
+			case job.Def.Needs.Servers && service.ImageFor(plan.Image) != service.Image:
 				c.Why = fmt.Sprintf("the %s image has no server for it; give --image debian (or leave --image out: the service workloads then choose it)", plan.Image)
 			default:
 				continue

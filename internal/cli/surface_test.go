@@ -44,3 +44,35 @@ func TestUnknownImageRefusedEarly(t *testing.T) {
 		t.Errorf("stderr %q, store made: %v", errb, fileExists(db))
 	}
 }
+
+// TestPreflightReadsTheWorkloadsTraits: every workload that needs a
+// network or servers says so in its definition, so the transfers, mail
+// and the Spark cluster are refused on network=none before anything
+// starts (the CLI's lists had left them out).
+func TestPreflightReadsTheWorkloadsTraits(t *testing.T) {
+	st, _, _ := newTestState(t)
+	study := Study{Platforms: []string{"native", "runc:network=none"}, Workloads: []string{"scp", "wget", "smb", "ftp", "smtp", "spark-cluster", "http", "cpu"}}
+	plan, _, err := st.plan(&study)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cannot, err := preflight(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]bool{}
+	for _, c := range cannot {
+		if c.Target != "runc:network=none" || !strings.Contains(c.Why, "network=none") {
+			t.Errorf("unexpected: %s", c)
+		}
+		left[c.Workload] = true
+	}
+	for _, w := range []string{"scp", "wget", "smb", "ftp", "smtp", "spark-cluster", "http"} {
+		if !left[w] {
+			t.Errorf("%s on network=none passed the pre-flight check", w)
+		}
+	}
+	if left["cpu"] {
+		t.Error("cpu needs no network")
+	}
+}

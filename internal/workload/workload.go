@@ -100,11 +100,26 @@ type Def struct {
 	Host  HostFunc
 	// Timeout for one repetition given its parameters; zero means a default.
 	Timeout func(Params) time.Duration
+	// Needs is what the workload needs of its instances, checked before
+	// anything starts (the plan's pre-flight).
+	Needs Needs
 	// Internal marks a hidden half that host-driven workloads start in
 	// their instances (_service, _transfer, ...): its name starts with
 	// '_', and no user input reaches it (Registry.Lookup does not know
 	// it; only the agent's Registry.LookupAgent does).
 	Internal bool
+}
+
+// Needs is what a workload needs of the instances it runs in.
+type Needs struct {
+	// Network: its ends (a server, clients) talk over the network, so an
+	// instance without one (network=none) cannot run it, unless both ends
+	// are on the host (server=host and client=host).
+	Network bool
+	// Servers: it runs servers (nginx, Apache, Redis, MariaDB, sshd,
+	// vsftpd, Samba, Postfix) that only the debian image profile (or the
+	// host itself, for native) has.
+	Servers bool
 }
 
 // Params is a validated parameter set with defaults filled in.

@@ -82,8 +82,9 @@ func Defs() []workload.Def {
 
 // TCPStream is bulk TCP throughput.
 var TCPStream = workload.Def{
-	Name: "tcp-stream",
-	Help: "bulk TCP throughput between a server and N clients (iperf3-like), Gbit/s; placement server=instance|host, client=host|instance",
+	Needs: workload.Needs{Network: true},
+	Name:  "tcp-stream",
+	Help:  "bulk TCP throughput between a server and N clients (iperf3-like), Gbit/s; placement server=instance|host, client=host|instance",
 	Params: append(placementParams(),
 		workload.Param{Name: "msg-size", Kind: workload.Size, Default: "128k", Min: 1, Max: maxMsg, Help: "bytes per write"},
 		workload.Param{Name: "direction", Kind: workload.Enum, Enum: []string{"upload", "download"}, Default: "upload", Help: "upload: clients send; download: the server sends"},
@@ -95,6 +96,7 @@ var TCPStream = workload.Def{
 
 // TCPRR is TCP request/response latency and rate.
 var TCPRR = workload.Def{
+	Needs:   workload.Needs{Network: true},
 	Name:    "tcp-rr",
 	Help:    "TCP request/response, one outstanding per stream (netperf TCP_RR): transactions/s and latency p50/p99/avg (us)",
 	Params:  append(placementParams(), sizeParams()...),
@@ -105,6 +107,7 @@ var TCPRR = workload.Def{
 
 // TCPCRR is TCP connect/request/response/close rate.
 var TCPCRR = workload.Def{
+	Needs:   workload.Needs{Network: true},
 	Name:    "tcp-crr",
 	Help:    "TCP connect/request/response/close per stream (netperf TCP_CRR): connections/s and latency (us)",
 	Params:  append(placementParams(), sizeParams()...),

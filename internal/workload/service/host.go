@@ -54,8 +54,9 @@ func commonParams() []workload.Param {
 
 // HTTP serves a static file with nginx or Apache to ab or wrk.
 var HTTP = workload.Def{
-	Name: "http",
-	Help: "nginx or Apache serving a static file to ab or wrk (study 004: Apache with ab at 1k-8k users): total time, requests/s, transfer rate, latency p50/p99, failed requests; uses the debian image (native: the host's nginx/apache2)",
+	Needs: workload.Needs{Network: true, Servers: true},
+	Name:  "http",
+	Help:  "nginx or Apache serving a static file to ab or wrk (study 004: Apache with ab at 1k-8k users): total time, requests/s, transfer rate, latency p50/p99, failed requests; uses the debian image (native: the host's nginx/apache2)",
 	Params: append(commonParams(),
 		workload.Param{Name: "server", Kind: workload.Enum, Enum: []string{Nginx, Apache}, Default: Nginx, Help: "web server"},
 		workload.Param{Name: "tool", Kind: workload.Enum, Enum: []string{"ab", "wrk"}, Default: "ab", Help: "load generator"},
@@ -76,8 +77,9 @@ var HTTP = workload.Def{
 
 // RedisDef runs redis-benchmark against redis-server.
 var RedisDef = workload.Def{
-	Name: "redis",
-	Help: "redis-server under redis-benchmark -P 16 (study 003: GET and SET at 1-16 connections): ops/s and latency p50/p99 per operation; uses the debian image (native: the host's redis-server)",
+	Needs: workload.Needs{Network: true, Servers: true},
+	Name:  "redis",
+	Help:  "redis-server under redis-benchmark -P 16 (study 003: GET and SET at 1-16 connections): ops/s and latency p50/p99 per operation; uses the debian image (native: the host's redis-server)",
 	Params: append(commonParams(),
 		workload.Param{Name: "connections", Kind: workload.Int, Default: "4", Min: 1, Max: 10000, Help: "parallel connections per client (redis-benchmark -c)"},
 		workload.Param{Name: "ops", Kind: workload.String, Default: "get+set", Help: "operations, '+'-separated (redis-benchmark -t), e.g. get+set"},
@@ -111,8 +113,9 @@ func validOp(op string) bool {
 
 // OLTP runs sysbench oltp against MariaDB.
 var OLTP = workload.Def{
-	Name: "oltp",
-	Help: "MariaDB under sysbench oltp_read_only|oltp_read_write (study 003: 1M rows, 1-16 threads): tps, qps, latency p95; the table is prepared untimed, once, and reused by later repetitions; uses the debian image (native: the host's mariadb-server)",
+	Needs: workload.Needs{Network: true, Servers: true},
+	Name:  "oltp",
+	Help:  "MariaDB under sysbench oltp_read_only|oltp_read_write (study 003: 1M rows, 1-16 threads): tps, qps, latency p95; the table is prepared untimed, once, and reused by later repetitions; uses the debian image (native: the host's mariadb-server)",
 	Params: append(commonParams(),
 		workload.Param{Name: "test", Kind: workload.Enum, Enum: []string{"oltp_read_only", "oltp_read_write"}, Default: "oltp_read_only", Help: "sysbench test"},
 		workload.Param{Name: "table-size", Kind: workload.Int, Default: "1000000", Min: 1, Max: 1 << 40, Help: "rows in the table"},
@@ -132,7 +135,7 @@ type kind struct {
 	// stdin, when set, is what the load generator reads on its standard
 	// input: the password, where the tool takes it there.
 	stdin func(pw string) string
-	parse      func(io.Reader) ([]sample.Metric, error)
+	parse func(io.Reader) ([]sample.Metric, error)
 	// prepareArgv, when set, runs once before the clients, untimed.
 	prepareArgv func(p workload.Params, host string, port int, pw string) ([]string, error)
 	tags        func(workload.Params) map[string]string

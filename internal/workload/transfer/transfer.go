@@ -123,6 +123,7 @@ func def(name, help string, directions ...string) workload.Def {
 	return workload.Def{
 		Name:   name,
 		Help:   help,
+		Needs:  workload.Needs{Network: true, Servers: true},
 		Params: params(directions...),
 		Derive: func(p workload.Params) map[string]string {
 			if p.Str("tree") == "" {
