@@ -10,7 +10,6 @@ import (
 
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/workload"
-	"github.com/isobench/isobench/internal/workload/stream"
 )
 
 // Job is one expanded workload of a plan (one value of a sweep).
@@ -20,6 +19,9 @@ type Job struct {
 	Params   workload.Params
 	Sweep    []string
 	PerRep   time.Duration // estimated time of one repetition at one instance
+	// Fixed says the repetition does fixed work (more instances than
+	// cores take longer; workload.Def.FixedWork).
+	Fixed bool
 }
 
 // Plan is what a study will run: jobs × instance counts × platforms ×
@@ -84,7 +86,8 @@ func NewPlan(f File, reg workload.Registry) (Plan, error) {
 			if err != nil {
 				return Plan{}, err
 			}
-			p.Jobs = append(p.Jobs, Job{Spec: w, Workload: sp.Name, Params: params, Sweep: v.Sweep, PerRep: perRep(sp.Name, params)})
+			p.Jobs = append(p.Jobs, Job{Spec: w, Workload: sp.Name, Params: params, Sweep: v.Sweep, PerRep: def.EstimateOf(params),
+				Fixed: def.FixedWork != nil && def.FixedWork(params)})
 		}
 	}
 	p.Cells = len(p.Jobs) * len(instances)
@@ -93,7 +96,7 @@ func NewPlan(f File, reg workload.Registry) (Plan, error) {
 		for _, n := range instances {
 			// Fixed work shares the cores; timed work does not take longer.
 			work := j.PerRep
-			if fixedWork(j.Workload, j.Params) && n > cores {
+			if j.Fixed && n > cores {
 				work = time.Duration(float64(work) * float64(n) / cores)
 			}
 			for _, pl := range f.Platforms {
@@ -121,108 +124,6 @@ func NewPlan(f File, reg workload.Registry) (Plan, error) {
 		}
 	}
 	return p, nil
-}
-
-func fixedWork(name string, p workload.Params) bool {
-	switch name {
-	case "astar", "soplex":
-		return true
-	case "cpu":
-		return p.Int("events") > 0
-	}
-	return false
-}
-
-// perRep estimates one repetition of a workload at one instance, from its
-// parameters (durations as given; fixed work from rates measured on a
-// 2-core VM). It only has to be right within a factor of two or so.
-func perRep(name string, p workload.Params) time.Duration {
-	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-	switch name {
-	case "cpu":
-		if n := p.Int("events"); n > 0 {
-			per := 0.32e-3 * math.Pow(float64(p.Int("max-prime"))/1e4, 1.5)
-			return sec(float64(n) * per / math.Min(float64(p.Int("threads")), cores))
-		}
-		return p.Duration("duration")
-	case "memory", "disk", "tcp-stream", "tcp-rr", "tcp-crr", "tool:sysbench-cpu", "tool:sysbench-memory", "tool:fio", "tool:iperf3", "tool:sockperf":
-		d := p.Duration("duration")
-		if name == "disk" {
-			// laying out the files, untimed
-			d += sec(float64(p.Size("size")) * float64(p.Int("jobs")) / 300e6)
-		}
-		return d + 500*time.Millisecond
-	case "stream":
-		n := float64(stream.DefaultElements)
-		if v := p.Str("array-size"); v != "auto" {
-			if x, err := spec.ParseSize(v); err == nil {
-				n = float64(x)
-			}
-		} else if llc, err := stream.LastLevelCache("/sys/devices/system/cpu/cpu0/cache"); err == nil && 4*float64(llc)/8 > n {
-			n = 4 * float64(llc) / 8 // STREAM's rule, as the workload applies it
-		}
-		// filling 3 arrays, then 4 kernels touching 2.5 arrays on average
-		// per pass, at ~3 GB/s
-		return sec(0.5 + 3*8*n/2e9 + float64(p.Int("passes"))*4*2.5*8*n/3e9)
-	case "blockio":
-		size := float64(p.Size("size"))
-		if p.Str("mode") == "ionugget" {
-			blocks := size / float64(p.Size("block-size"))
-			return sec(blocks*5e-3 + size/float64(p.Size("read-size"))*2e-6 + 0.5)
-		}
-		return sec(2*size/150e6 + 0.5)
-	case "fs":
-		return p.Duration("runtime") + 3*time.Second
-	case "startup":
-		return time.Second
-	case "footprint":
-		d := p.Duration("window") + time.Second
-		if p.Str("service") != "none" && p.Str("service") != "" {
-			d += 2 * time.Second // the server starts and answers first
-		}
-		return d
-	case "astar":
-		return sec(float64(p.Int("queries")) * float64(p.Int("width")*p.Int("height")) * 9e-9)
-	case "soplex":
-		r := float64(p.Int("rows")) / 300
-		return sec(6 * r * r * r * float64(p.Int("solves")))
-	case "http":
-		// server start, then ab's fixed requests at ~5000/s on 2 cores
-		// (thousands of connections), or wrk for its duration
-		if p.Str("tool") == "wrk" {
-			return p.Duration("duration") + 2*time.Second
-		}
-		return sec(2 + float64(p.Int("requests"))/5000)
-	case "redis":
-		// pipelined GET/SET at ~200k ops/s
-		ops := float64(len(strings.Split(p.Str("ops"), "+")))
-		return sec(1 + ops*float64(p.Int("requests"))/200e3)
-	case "oltp":
-		// the table is prepared once per platform (cached): count a share
-		return p.Duration("duration") + sec(2+float64(p.Int("table-size"))/1e6*10)
-	case "scp", "wget", "smb", "ftp":
-		// ~80 MB/s per client pair on 2 cores, a few ms per node of a
-		// tree, verification, and a second for the server and each
-		// neighbour to come up
-		bytes, nodes := transferSize(p)
-		clients := float64(max(1, p.Int("clients")))
-		return sec(1 + float64(p.Int("neighbours")) + clients*(bytes/80e6+nodes*3e-3) + bytes/500e6)
-	case "smtp":
-		if p.Str("client") == "postal" {
-			return p.Duration("duration") + 3*time.Second
-		}
-		// Postfix delivering into the Maildir at ~40 MB/s, ~20 ms a mail
-		n := float64(p.Int("messages") * max(1, p.Int("clients")))
-		return sec(3 + float64(p.Int("neighbours")) + n*(float64(p.Size("size"))/40e6+0.02))
-	case "spark":
-		// JVM start and the job over its input at ~20 MB/s on 2 cores
-		return sec(15 + float64(p.Size("size"))/20e6)
-	case "spark-cluster":
-		// the master, workers and driver start, each worker's instance
-		// comes up, and the job runs at ~20 MB/s on 2 cores
-		return sec(25 + 2*float64(p.Int("cluster")) + float64(p.Size("size"))/20e6)
-	}
-	return 10 * time.Second
 }
 
 // Print writes the plan for a person: what runs, what does not and why,
@@ -283,21 +184,6 @@ func (p Plan) Print(w io.Writer) {
 			fmt.Fprintf(w, "this binary now has %s: add to workloads: (see the study's pending entries) to run them\n", strings.Join(p.Available, ", "))
 		}
 	}
-}
-
-// transferSize is a transfer workload's data set: its bytes and its
-// nodes (files and folders) from file=SIZE or tree=NODES/SIZE.
-func transferSize(p workload.Params) (bytes, nodes float64) {
-	if t := p.Str("tree"); t != "" {
-		n, size, _ := strings.Cut(t, "/")
-		nn, _ := strconv.Atoi(n)
-		sz, _ := spec.ParseSize(size)
-		return float64(sz), float64(nn)
-	}
-	if f := p.Size("file"); f > 0 {
-		return float64(f), 1
-	}
-	return 1 << 20, 1
 }
 
 func roundEstimate(d time.Duration) string {

@@ -100,6 +100,14 @@ type Def struct {
 	Host  HostFunc
 	// Timeout for one repetition given its parameters; zero means a default.
 	Timeout func(Params) time.Duration
+	// Estimate, when set, is how long one repetition takes at one
+	// instance, for plans (within a factor of two or so: durations as
+	// given, fixed work from rates measured on a 2-core VM); without it a
+	// plan counts DefaultEstimate.
+	Estimate func(Params) time.Duration
+	// FixedWork says the repetition does a fixed amount of work rather than
+	// run for a duration: more instances than cores then take longer.
+	FixedWork func(Params) bool
 	// Needs is what the workload needs of its instances, checked before
 	// anything starts (the plan's pre-flight).
 	Needs Needs
@@ -499,4 +507,25 @@ func Expand(raw map[string]string) ([]Variant, error) {
 		}
 	}
 	return out, nil
+}
+
+// DefaultEstimate is a plan's estimate of a repetition of a workload that
+// declares none.
+const DefaultEstimate = 10 * time.Second
+
+// EstimateOf is d's estimate of one repetition with p at one instance.
+func (d Def) EstimateOf(p Params) time.Duration {
+	if d.Estimate != nil {
+		return d.Estimate(p)
+	}
+	return DefaultEstimate
+}
+
+// Seconds is s seconds as a Duration.
+func Seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// DurationPlus is the Estimate of a workload that runs for its duration
+// parameter, plus extra for its setup.
+func DurationPlus(extra time.Duration) func(Params) time.Duration {
+	return func(p Params) time.Duration { return p.Duration("duration") + extra }
 }

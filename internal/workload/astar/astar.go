@@ -25,7 +25,11 @@ import (
 // Def is the astar workload.
 var Def = workload.Def{
 	Name: "astar",
-	Help: "open substitute for SPEC CPU 473.astar: A* shortest paths on a generated, seeded grid map; execution time",
+	Estimate: func(p workload.Params) time.Duration {
+		return workload.Seconds(float64(p.Int("queries")) * float64(p.Int("width")*p.Int("height")) * 9e-9)
+	},
+	FixedWork: func(workload.Params) bool { return true },
+	Help:      "open substitute for SPEC CPU 473.astar: A* shortest paths on a generated, seeded grid map; execution time",
 	Params: []workload.Param{
 		{Name: "width", Kind: workload.Int, Default: "1024", Min: 2, Max: 1 << 14, Help: "map width in cells"},
 		{Name: "height", Kind: workload.Int, Default: "1024", Min: 2, Max: 1 << 14, Help: "map height in cells"},

@@ -30,6 +30,14 @@ import (
 // Def is the blockio workload.
 var Def = workload.Def{
 	Name: "blockio",
+	Estimate: func(p workload.Params) time.Duration {
+		size := float64(p.Size("size"))
+		if p.Str("mode") == "ionugget" {
+			blocks := size / float64(p.Size("block-size"))
+			return workload.Seconds(blocks*5e-3 + size/float64(p.Size("read-size"))*2e-6 + 0.5)
+		}
+		return workload.Seconds(2*size/150e6 + 0.5)
+	},
 	Help: "block writer/reader: mode=stream writes a file of random blocks (fsync at the end) and reads it back (MB/s); mode=ionugget is IO-nugget's procedure from study 000 (fsync per 1 MiB block, 512-byte reads at shuffled offsets, per-block times summed; MiB/s)",
 	Params: []workload.Param{
 		{Name: "mode", Kind: workload.Enum, Default: "stream", Enum: []string{"stream", "ionugget"}, Help: "stream: sequential write, one fsync, sequential read; ionugget: IO-nugget's own procedure (study 000): fsync after every block, read-size reads at shuffled offsets, per-block times summed"},

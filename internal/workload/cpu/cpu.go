@@ -21,7 +21,17 @@ import (
 // Def is the cpu workload.
 var Def = workload.Def{
 	Name: "cpu",
-	Help: "sysbench cpu: verify primes up to max-prime per event, per thread, for duration (events/s), or a fixed number of events (events=N, total_time as sysbench 0.4.12 reports it)",
+	Estimate: func(p workload.Params) time.Duration {
+		if n := p.Int("events"); n > 0 {
+			// ~0.32 ms an event at max-prime 10000 on one core of a
+			// 2-core VM, growing as max-prime^1.5; threads share 2 cores
+			per := 0.32e-3 * math.Pow(float64(p.Int("max-prime"))/1e4, 1.5)
+			return workload.Seconds(float64(n) * per / math.Min(float64(p.Int("threads")), 2))
+		}
+		return p.Duration("duration")
+	},
+	FixedWork: func(p workload.Params) bool { return p.Int("events") > 0 },
+	Help:      "sysbench cpu: verify primes up to max-prime per event, per thread, for duration (events/s), or a fixed number of events (events=N, total_time as sysbench 0.4.12 reports it)",
 	Params: []workload.Param{
 		{Name: "threads", Kind: workload.Int, Default: "1", Min: 1, Max: 4096, Help: "worker threads"},
 		{Name: "max-prime", Kind: workload.Int, Default: "10000", Min: 3, Max: 1e9, Help: "upper limit of the primes verified per event"},

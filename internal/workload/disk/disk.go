@@ -45,6 +45,10 @@ import (
 // Def is the disk workload.
 var Def = workload.Def{
 	Name: "disk",
+	Estimate: func(p workload.Params) time.Duration {
+		// the timed part, and laying out the files (untimed) at ~300 MB/s
+		return p.Duration("duration") + 500*time.Millisecond + workload.Seconds(float64(p.Size("size"))*float64(p.Int("jobs"))/300e6)
+	},
 	Help: "fio-like: jobs x iodepth blocking pread/pwrite of bs bytes on a size-byte file per job for duration; IOPS, MiB/s, latency percentiles",
 	Params: []workload.Param{
 		{Name: "pattern", Kind: workload.Enum, Default: "randread", Enum: []string{"randread", "randwrite", "read", "write", "rw", "randrw"}, Help: "fio's rw= (rw is sequential mixed, randrw random mixed)"},

@@ -60,7 +60,8 @@ const (
 
 // Def is the fs workload.
 var Def = workload.Def{
-	Name: "fs",
+	Name:     "fs",
+	Estimate: func(p workload.Params) time.Duration { return p.Duration("runtime") + 3*time.Second },
 	Help: "FileBench personalities (fileserver, webserver, varmail, randomfileaccess) on a fileset in the scratch directory; " +
 		"ops/s, MB/s (MiB/s, as FileBench), ms/op and per-flowop counts and latencies. " +
 		"nfiles, meandirwidth, meanfilesize, nthreads, iosize and meanappendsize left empty take the personality's default " +

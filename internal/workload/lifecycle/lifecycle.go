@@ -36,6 +36,13 @@ func Defs() []workload.Def { return []workload.Def{Footprint, Density, Spin} }
 // Footprint measures instances' memory, disk and CPU, and the engine's.
 var Footprint = workload.Def{
 	Name: "footprint",
+	Estimate: func(p workload.Params) time.Duration {
+		d := p.Duration("window") + time.Second
+		if s := p.Str("service"); s != "none" && s != "" {
+			d += 2 * time.Second // the server starts and answers first
+		}
+		return d
+	},
 	Help: "memory, disk and CPU of N idle or busy instances over a window, the engine's own memory/CPU, and the CPU their startup took",
 	Params: []workload.Param{
 		{Name: "load", Kind: workload.Enum, Enum: []string{"idle", "cpu"}, Default: "idle", Help: "idle: instances do nothing; cpu: each spins one thread"},
@@ -51,7 +58,9 @@ var Footprint = workload.Def{
 // Density starts instances one after another until a limit.
 var Density = workload.Def{
 	Name: "density",
-	Help: "start instances one by one until max-instances, the host's MemAvailable floor or the startup ceiling; per count: startup latency and memory growth (the instances count is ignored)",
+	// ~1 s to start and measure each instance, at most max-instances
+	Estimate: func(p workload.Params) time.Duration { return time.Duration(p.Int("max-instances")) * time.Second },
+	Help:     "start instances one by one until max-instances, the host's MemAvailable floor or the startup ceiling; per count: startup latency and memory growth (the instances count is ignored)",
 	Params: []workload.Param{
 		{Name: "max-instances", Kind: workload.Int, Default: "32", Min: 1, Max: 100000, Help: "stop after this many instances"},
 		{Name: "memory-limit", Kind: workload.Size, Default: "512m", Min: 0, Help: "stop before starting another when the host's MemAvailable is below this"},

@@ -20,8 +20,9 @@ import (
 
 // Def is the memory workload.
 var Def = workload.Def{
-	Name: "memory",
-	Help: "sysbench memory: each thread writes or reads its own block-size buffer once per event until total-size is transferred or duration elapses; MiB/s",
+	Name:     "memory",
+	Estimate: workload.DurationPlus(500 * time.Millisecond),
+	Help:     "sysbench memory: each thread writes or reads its own block-size buffer once per event until total-size is transferred or duration elapses; MiB/s",
 	Params: []workload.Param{
 		{Name: "block-size", Kind: workload.Size, Default: "1k", Min: 8, Max: 1 << 30, Help: "bytes per event, per-thread buffer size (multiple of 8)"},
 		{Name: "total-size", Kind: workload.Size, Default: "100g", Min: 8, Help: "stop after all threads together transferred this much"},

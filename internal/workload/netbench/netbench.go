@@ -89,31 +89,34 @@ var TCPStream = workload.Def{
 		workload.Param{Name: "msg-size", Kind: workload.Size, Default: "128k", Min: 1, Max: maxMsg, Help: "bytes per write"},
 		workload.Param{Name: "direction", Kind: workload.Enum, Enum: []string{"upload", "download"}, Default: "upload", Help: "upload: clients send; download: the server sends"},
 	),
-	Check:   checkPlacement,
-	Host:    hostRun(ModeStream),
-	Timeout: timeout,
+	Check:    checkPlacement,
+	Host:     hostRun(ModeStream),
+	Timeout:  timeout,
+	Estimate: workload.DurationPlus(500 * time.Millisecond),
 }
 
 // TCPRR is TCP request/response latency and rate.
 var TCPRR = workload.Def{
-	Needs:   workload.Needs{Network: true},
-	Name:    "tcp-rr",
-	Help:    "TCP request/response, one outstanding per stream (netperf TCP_RR): transactions/s and latency p50/p99/avg (us)",
-	Params:  append(placementParams(), sizeParams()...),
-	Check:   checkPlacement,
-	Host:    hostRun(ModeRR),
-	Timeout: timeout,
+	Needs:    workload.Needs{Network: true},
+	Name:     "tcp-rr",
+	Help:     "TCP request/response, one outstanding per stream (netperf TCP_RR): transactions/s and latency p50/p99/avg (us)",
+	Params:   append(placementParams(), sizeParams()...),
+	Check:    checkPlacement,
+	Host:     hostRun(ModeRR),
+	Timeout:  timeout,
+	Estimate: workload.DurationPlus(500 * time.Millisecond),
 }
 
 // TCPCRR is TCP connect/request/response/close rate.
 var TCPCRR = workload.Def{
-	Needs:   workload.Needs{Network: true},
-	Name:    "tcp-crr",
-	Help:    "TCP connect/request/response/close per stream (netperf TCP_CRR): connections/s and latency (us)",
-	Params:  append(placementParams(), sizeParams()...),
-	Check:   checkPlacement,
-	Host:    hostRun(ModeCRR),
-	Timeout: timeout,
+	Needs:    workload.Needs{Network: true},
+	Name:     "tcp-crr",
+	Help:     "TCP connect/request/response/close per stream (netperf TCP_CRR): connections/s and latency (us)",
+	Params:   append(placementParams(), sizeParams()...),
+	Check:    checkPlacement,
+	Host:     hostRun(ModeCRR),
+	Timeout:  timeout,
+	Estimate: workload.DurationPlus(500 * time.Millisecond),
 }
 
 // Server is the in-guest server: it listens on bind:port, reports ready,

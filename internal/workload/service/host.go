@@ -56,7 +56,15 @@ func commonParams() []workload.Param {
 var HTTP = workload.Def{
 	Needs: workload.Needs{Network: true, Servers: true},
 	Name:  "http",
-	Help:  "nginx or Apache serving a static file to ab or wrk (study 004: Apache with ab at 1k-8k users): total time, requests/s, transfer rate, latency p50/p99, failed requests; uses the debian image (native: the host's nginx/apache2)",
+	Estimate: func(p workload.Params) time.Duration {
+		// server start, then ab's fixed requests at ~5000/s on 2 cores
+		// (thousands of connections), or wrk for its duration
+		if p.Str("tool") == "wrk" {
+			return p.Duration("duration") + 2*time.Second
+		}
+		return workload.Seconds(2 + float64(p.Int("requests"))/5000)
+	},
+	Help: "nginx or Apache serving a static file to ab or wrk (study 004: Apache with ab at 1k-8k users): total time, requests/s, transfer rate, latency p50/p99, failed requests; uses the debian image (native: the host's nginx/apache2)",
 	Params: append(commonParams(),
 		workload.Param{Name: "server", Kind: workload.Enum, Enum: []string{Nginx, Apache}, Default: Nginx, Help: "web server"},
 		workload.Param{Name: "tool", Kind: workload.Enum, Enum: []string{"ab", "wrk"}, Default: "ab", Help: "load generator"},
@@ -79,7 +87,12 @@ var HTTP = workload.Def{
 var RedisDef = workload.Def{
 	Needs: workload.Needs{Network: true, Servers: true},
 	Name:  "redis",
-	Help:  "redis-server under redis-benchmark -P 16 (study 003: GET and SET at 1-16 connections): ops/s and latency p50/p99 per operation; uses the debian image (native: the host's redis-server)",
+	Estimate: func(p workload.Params) time.Duration {
+		// pipelined GET/SET at ~200k ops/s
+		ops := float64(len(strings.Split(p.Str("ops"), "+")))
+		return workload.Seconds(1 + ops*float64(p.Int("requests"))/200e3)
+	},
+	Help: "redis-server under redis-benchmark -P 16 (study 003: GET and SET at 1-16 connections): ops/s and latency p50/p99 per operation; uses the debian image (native: the host's redis-server)",
 	Params: append(commonParams(),
 		workload.Param{Name: "connections", Kind: workload.Int, Default: "4", Min: 1, Max: 10000, Help: "parallel connections per client (redis-benchmark -c)"},
 		workload.Param{Name: "ops", Kind: workload.String, Default: "get+set", Help: "operations, '+'-separated (redis-benchmark -t), e.g. get+set"},
@@ -115,7 +128,11 @@ func validOp(op string) bool {
 var OLTP = workload.Def{
 	Needs: workload.Needs{Network: true, Servers: true},
 	Name:  "oltp",
-	Help:  "MariaDB under sysbench oltp_read_only|oltp_read_write (study 003: 1M rows, 1-16 threads): tps, qps, latency p95; the table is prepared untimed, once, and reused by later repetitions; uses the debian image (native: the host's mariadb-server)",
+	Estimate: func(p workload.Params) time.Duration {
+		// the table is prepared once per platform (cached): count a share
+		return p.Duration("duration") + workload.Seconds(2+float64(p.Int("table-size"))/1e6*10)
+	},
+	Help: "MariaDB under sysbench oltp_read_only|oltp_read_write (study 003: 1M rows, 1-16 threads): tps, qps, latency p95; the table is prepared untimed, once, and reused by later repetitions; uses the debian image (native: the host's mariadb-server)",
 	Params: append(commonParams(),
 		workload.Param{Name: "test", Kind: workload.Enum, Enum: []string{"oltp_read_only", "oltp_read_write"}, Default: "oltp_read_only", Help: "sysbench test"},
 		workload.Param{Name: "table-size", Kind: workload.Int, Default: "1000000", Min: 1, Max: 1 << 40, Help: "rows in the table"},

@@ -14,7 +14,12 @@ import (
 // Def is the soplex workload.
 var Def = workload.Def{
 	Name: "soplex",
-	Help: "open substitute for SPEC CPU 450.soplex: two-phase revised simplex (Bland's rule against cycling) on a generated, seeded sparse LP; execution time",
+	Estimate: func(p workload.Params) time.Duration {
+		r := float64(p.Int("rows")) / 300
+		return workload.Seconds(6 * r * r * r * float64(p.Int("solves")))
+	},
+	FixedWork: func(workload.Params) bool { return true },
+	Help:      "open substitute for SPEC CPU 450.soplex: two-phase revised simplex (Bland's rule against cycling) on a generated, seeded sparse LP; execution time",
 	Params: []workload.Param{
 		{Name: "rows", Kind: workload.Int, Default: "300", Min: 1, Max: 5000, Help: "constraints"},
 		{Name: "cols", Kind: workload.Int, Default: "600", Min: 1, Max: 50000, Help: "structural variables"},

@@ -56,8 +56,13 @@ var clusterParams = paramsWith(
 // cluster+1 instances (the master and the driver in the first, a worker in
 // each other) running one job, as study 003 spreads HiBench over 8 nodes.
 var ClusterDef = workload.Def{
-	Needs:  workload.Needs{Network: true},
-	Name:   ClusterName,
+	Needs: workload.Needs{Network: true},
+	Name:  ClusterName,
+	Estimate: func(p workload.Params) time.Duration {
+		// the master, workers and driver start, each worker's instance
+		// comes up, and the job runs at ~20 MB/s on 2 cores
+		return workload.Seconds(25 + 2*float64(p.Int("cluster")) + float64(p.Size("size"))/20e6)
+	},
 	Help:   "HiBench on a Spark standalone cluster: master and driver in one instance, a worker (one executor of cores cores) in each of cluster others; uses the spark image (native: the host's Spark, every daemon on a port of its own); job duration and throughput, output verified",
 	Params: clusterParams,
 	Derive: Def.Derive,

@@ -52,6 +52,10 @@ const ImagePySpark = image.SparkPySparkDir
 // Def is the spark workload.
 var Def = workload.Def{
 	Name: "spark",
+	Estimate: func(p workload.Params) time.Duration {
+		// JVM start and the job over its input at ~20 MB/s on 2 cores
+		return workload.Seconds(15 + float64(p.Size("size"))/20e6)
+	},
 	Help: "HiBench on Spark (study 003): wordcount, terasort, pagerank or kmeans in local mode on generated input (untimed, cached); job duration and throughput, output verified; needs --image spark in instances (native: the host's java and pyspark). Study sizes: wordcount/terasort 10g, pagerank 512m, kmeans 4g",
 	Params: []workload.Param{
 		{Name: "job", Kind: workload.Enum, Default: "wordcount", Enum: Jobs, Help: "HiBench job"},

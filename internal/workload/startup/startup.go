@@ -20,8 +20,9 @@ import (
 
 // Def is the startup workload.
 var Def = workload.Def{
-	Name: "startup",
-	Help: "create+start N instances at once; time to the agent's first instruction, to exit, and each phase (ms)",
+	Name:     "startup",
+	Estimate: func(workload.Params) time.Duration { return time.Second },
+	Help:     "create+start N instances at once; time to the agent's first instruction, to exit, and each phase (ms)",
 	Params: []workload.Param{
 		{Name: "timeout", Kind: workload.Duration, Default: "120s", Min: 1, Max: 3600, Help: "give up on an instance after this long"},
 	},

@@ -28,6 +28,19 @@ import (
 // Def is the stream workload.
 var Def = workload.Def{
 	Name: "stream",
+	Estimate: func(p workload.Params) time.Duration {
+		n := float64(DefaultElements)
+		if v := p.Str("array-size"); v != "auto" {
+			if x, err := spec.ParseSize(v); err == nil {
+				n = float64(x)
+			}
+		} else if llc, err := LastLevelCache("/sys/devices/system/cpu/cpu0/cache"); err == nil && 4*float64(llc)/8 > n {
+			n = 4 * float64(llc) / 8 // STREAM's rule, as the workload applies it
+		}
+		// filling 3 arrays, then 4 kernels touching 2.5 arrays on average
+		// per pass, at ~3 GB/s
+		return workload.Seconds(0.5 + 3*8*n/2e9 + float64(p.Int("passes"))*4*2.5*8*n/3e9)
+	},
 	Help: "STREAM copy/scale/add/triad over arrays >= 4x the last-level cache, best of passes; MB/s per kernel",
 	Params: []workload.Param{
 		{Name: "array-size", Kind: workload.String, Default: "auto", Help: `float64 elements per array: "auto" (max(10M, 4 x last-level cache / 8)) or a count such as 100000000 or 100m`},

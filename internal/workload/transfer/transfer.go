@@ -121,9 +121,17 @@ func params(directions ...string) []workload.Param {
 
 func def(name, help string, directions ...string) workload.Def {
 	return workload.Def{
-		Name:   name,
-		Help:   help,
-		Needs:  workload.Needs{Network: true, Servers: true},
+		Name:  name,
+		Help:  help,
+		Needs: workload.Needs{Network: true, Servers: true},
+		Estimate: func(p workload.Params) time.Duration {
+			// ~80 MB/s per client pair on 2 cores, a few ms per node of a
+			// tree, verification, and a second for the server and each
+			// neighbour to come up
+			bytes, nodes := sizeOf(p)
+			clients := float64(max(1, p.Int("clients")))
+			return workload.Seconds(1 + float64(p.Int("neighbours")) + clients*(bytes/80e6+nodes*3e-3) + bytes/500e6)
+		},
 		Params: params(directions...),
 		Derive: func(p workload.Params) map[string]string {
 			if p.Str("tree") == "" {
@@ -784,4 +792,19 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// sizeOf is what a transfer moves, for its estimate: bytes and the number
+// of files (a tree's nodes).
+func sizeOf(p workload.Params) (bytes, nodes float64) {
+	if t := p.Str("tree"); t != "" {
+		n, size, _ := strings.Cut(t, "/")
+		nn, _ := strconv.Atoi(n)
+		sz, _ := spec.ParseSize(size)
+		return float64(sz), float64(nn)
+	}
+	if f := p.Size("file"); f > 0 {
+		return float64(f), 1
+	}
+	return 1 << 20, 1
 }
