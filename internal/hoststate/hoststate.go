@@ -60,6 +60,9 @@ type Proc struct {
 	PID, PPID int
 	Comm      string
 	Start     uint64 // clock ticks after boot
+	// Cgroup is /proc/PID/cgroup, read for orphans (children of pid 1)
+	// only: whose they are.
+	Cgroup string
 }
 
 // tcpStates names the states of /proc/net/tcp (include/net/tcp_states.h).
@@ -381,7 +384,46 @@ func readProcs(root string) ([]Proc, error) {
 		if err != nil || pid == 2 || ppid == 2 {
 			continue
 		}
-		out = append(out, Proc{PID: pid, PPID: ppid, Comm: comm, Start: start})
+		p := Proc{PID: pid, PPID: ppid, Comm: comm, Start: start}
+		if ppid == 1 {
+			if b, err := os.ReadFile(filepath.Join(root, e.Name(), "cgroup")); err == nil {
+				p.Cgroup = string(b)
+			}
+		}
+		out = append(out, p)
 	}
 	return out, nil
+}
+
+// ParseCgroup reads /proc/PID/cgroup text into the group's path by
+// hierarchy ("0" for the unified one, else the numbered hierarchy's id).
+func ParseCgroup(s string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		id, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		_, path, ok := strings.Cut(rest, ":")
+		if !ok {
+			continue
+		}
+		out[id] = path
+	}
+	return out
+}
+
+// within reports whether the cgroups of a process (ParseCgroup) lie at or
+// below those of another (outer) in every hierarchy outer has.
+func within(inner, outer map[string]string) bool {
+	for id, o := range outer {
+		in, ok := inner[id]
+		if !ok {
+			return false
+		}
+		if in != o && !strings.HasPrefix(in, strings.TrimSuffix(o, "/")+"/") {
+			return false
+		}
+	}
+	return true
 }

@@ -34,7 +34,8 @@ func TestReadCapturedProc(t *testing.T) {
 	var got []Proc
 	got = append(got, s.Procs...)
 	slices.SortFunc(got, func(a, b Proc) int { return a.PID - b.PID })
-	want := []Proc{{1, 0, "init", 9}, {4242, 1, "apache2 (x)", 140000}, {15629, 1, "dockerd", 15508}}
+	want := []Proc{{PID: 1, Comm: "init", Start: 9}, {PID: 4242, PPID: 1, Comm: "apache2 (x)", Start: 140000, Cgroup: "0::/user.slice/user-0.slice/session-3.scope\n"},
+		{PID: 15629, PPID: 1, Comm: "dockerd", Start: 15508, Cgroup: "0::/system.slice/docker.service\n"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("procs (kernel threads left out) = %v, want %v", got, want)
 	}
@@ -105,7 +106,7 @@ func TestTagsOfAState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := State{Snapshot: s, Leftovers: []Proc{{4242, 1, "apache2 (x)", 140000}}, Undrained: []string{"x"}}
+	st := State{Snapshot: s, Leftovers: []Proc{{PID: 4242, PPID: 1, Comm: "apache2 (x)", Start: 140000}}, Undrained: []string{"x"}}
 	tags := st.Tags()
 	want := map[string]string{
 		"tcp_established": "12", "tcp_time_wait": "9", "tcp_close_wait": "1", "tcp_closing": "12", "tcp_syn": "12",
@@ -127,5 +128,26 @@ func TestTagsOfAState(t *testing.T) {
 	}
 	if _, ok := vals["undrained"]; ok {
 		t.Error("Values read a sentence")
+	}
+}
+
+func TestParseCgroup(t *testing.T) {
+	v1 := "9:name=systemd:/user.slice/session-3.scope\n4:memory:/user.slice\n0::/user.slice/session-3.scope\n"
+	got := ParseCgroup(v1)
+	want := map[string]string{"9": "/user.slice/session-3.scope", "4": "/user.slice", "0": "/user.slice/session-3.scope"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ParseCgroup = %v, want %v", got, want)
+	}
+	self := ParseCgroup("0::/user.slice/session-3.scope\n")
+	for cg, in := range map[string]bool{
+		"0::/user.slice/session-3.scope\n":            true,
+		"0::/user.slice/session-3.scope/isobench-1\n": true,
+		"0::/user.slice/session-30.scope\n":           false,
+		"0::/system.slice/etcd.service\n":             false,
+		"":                                            false,
+	} {
+		if got := within(ParseCgroup(cg), self); got != in {
+			t.Errorf("within(%q, session-3) = %v, want %v", cg, got, in)
+		}
 	}
 }

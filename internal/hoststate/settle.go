@@ -54,11 +54,12 @@ type Options struct {
 	Poll time.Duration
 
 	// seams for tests
-	read  func(full bool) (Snapshot, error)
-	sync  func()
-	now   func() time.Time
-	after func(time.Duration) <-chan time.Time
-	self  int
+	read       func(full bool) (Snapshot, error)
+	sync       func()
+	now        func() time.Time
+	after      func(time.Duration) <-chan time.Time
+	self       int
+	selfCgroup string
 }
 
 // State is the host's state a repetition starts from, after the drain.
@@ -146,6 +147,9 @@ func NewSettler(o Options) *Settler {
 	}
 	if o.self == 0 {
 		o.self = os.Getpid()
+		if b, err := os.ReadFile(filepath.Join(o.Proc, "self/cgroup")); err == nil {
+			o.selfCgroup = string(b)
+		}
 	}
 	return &Settler{o: o, level: -1, endLevel: -1}
 }
@@ -265,19 +269,21 @@ func (st *Settler) Done() {
 }
 
 // leftovers are the processes in procs that started during an earlier
-// repetition and are either orphans (their parent is pid 1: what an
-// instance's processes become when it is closed and they are not) or
-// descendants of this process, this process left out. Processes of other
-// programs on the host that merely started meanwhile have a parent of
-// their own and are not counted.
+// repetition and are either descendants of this process or orphans (their
+// parent is pid 1: what an instance's processes become when it is closed
+// and they are not) in this process's cgroups or below them, or in a
+// cgroup named for isobench; this process is left out. Other programs'
+// processes that merely started meanwhile have a parent of their own, or
+// a cgroup elsewhere, and are not counted.
 func (st *Settler) leftovers(procs []Proc) []Proc {
 	parent := make(map[int]int, len(procs))
 	for _, p := range procs {
 		parent[p.PID] = p.PPID
 	}
+	selfCg := ParseCgroup(st.o.selfCgroup)
 	ours := func(p Proc) bool {
 		if p.PPID == 1 {
-			return true
+			return len(selfCg) == 0 || strings.Contains(p.Cgroup, "isobench") || within(ParseCgroup(p.Cgroup), selfCg)
 		}
 		for pid, n := p.PPID, 0; pid > 1 && n < len(procs); pid, n = parent[pid], n+1 {
 			if pid == st.o.self {

@@ -55,6 +55,7 @@ func (h *fakeHost) settler(o Options) *Settler {
 			WritebackKB: 0, CachedKB: -1, MemTotalKB: -1, Load1: -1}, nil
 	}
 	o.self = 1000
+	o.selfCgroup = "0::/user.slice/user-0.slice/session-3.scope\n"
 	return NewSettler(o)
 }
 
@@ -147,12 +148,16 @@ func TestSettleRecordsLeftoverProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.now = h.now.Add(time.Second)
-	orphan := Proc{PID: 20, PPID: 1, Comm: "apache2", Start: h.uptime()}
+	orphan := Proc{PID: 20, PPID: 1, Comm: "apache2", Start: h.uptime(), Cgroup: "0::/user.slice/user-0.slice/session-3.scope\n"}
 	self := Proc{PID: 1000, PPID: 999, Comm: "isobench", Start: h.uptime()}
 	agent := Proc{PID: 1001, PPID: 1000, Comm: "isobench", Start: h.uptime()}
 	grandchild := Proc{PID: 1002, PPID: 1001, Comm: "sleep", Start: h.uptime()}
 	others := Proc{PID: 40, PPID: 39, Comm: "go", Start: h.uptime()} // another program's, with its parent
-	h.procs = append(h.procs, orphan, self, agent, grandchild, others)
+	// daemons another session started meanwhile: orphans too, in a
+	// cgroup of their own
+	daemon := Proc{PID: 50, PPID: 1, Comm: "etcd", Start: h.uptime(), Cgroup: "0::/system.slice/etcd.service\n"}
+	named := Proc{PID: 60, PPID: 1, Comm: "sleep", Start: h.uptime(), Cgroup: "0::/isobench/r1-3\n"}
+	h.procs = append(h.procs, orphan, self, agent, grandchild, others, daemon, named)
 	h.rep(s, time.Second, 0)
 	h.now = h.now.Add(time.Second)
 	between := Proc{PID: 30, PPID: 1, Comm: "cron", Start: h.uptime()} // started between repetitions
@@ -165,20 +170,20 @@ func TestSettleRecordsLeftoverProcesses(t *testing.T) {
 	for _, p := range st.Leftovers {
 		got = append(got, p.PID)
 	}
-	if !slices.Equal(got, []int{20, 1001, 1002}) {
-		t.Errorf("leftovers %v, want the orphan and this process's descendants started during the repetition", st.Leftovers)
+	if !slices.Equal(got, []int{20, 1001, 1002, 60}) {
+		t.Errorf("leftovers %v, want the orphans in this process's cgroup or isobench's and its descendants started during the repetition", st.Leftovers)
 	}
 	if st.Waited != DefaultLeftoverWait {
 		t.Errorf("waited %v for it to end, want %v", st.Waited, DefaultLeftoverWait)
 	}
 	tags := st.Tags()
-	if tags[TagPrefix+"leftovers"] != "3" || tags[TagPrefix+"leftover_names"] != "apache2,isobench,sleep" || !strings.Contains(tags[TagPrefix+"undrained"], "apache2") {
+	if tags[TagPrefix+"leftovers"] != "4" || tags[TagPrefix+"leftover_names"] != "apache2,isobench,sleep" || !strings.Contains(tags[TagPrefix+"undrained"], "apache2") {
 		t.Errorf("tags %v", tags)
 	}
 
 	// one that ends while Settle waits is not left over
 	h.rep(s, time.Second, 0)
-	h.onWait = func(h *fakeHost) { h.procs = []Proc{before, self, between, others} }
+	h.onWait = func(h *fakeHost) { h.procs = []Proc{before, self, between, others, daemon} }
 	st, err = s.Settle(t.Context())
 	if err != nil {
 		t.Fatal(err)
