@@ -12,6 +12,7 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/report"
+	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/stats"
 	"github.com/isobench/isobench/internal/store"
 	"github.com/isobench/isobench/internal/study"
@@ -221,47 +222,41 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 	for _, s := range skipped {
 		fmt.Fprintf(st.Stdout, "not run here: %s\n", s)
 	}
+	groups := f.RunGroups()
+	for _, g := range groups {
+		if g.Image != f.Image {
+			fmt.Fprintf(st.Stdout, "a run of its own from image %s (it cannot run the study's image %s): %s\n", g.Image, orNone(f.Image), strings.Join(g.Platforms, ", "))
+		}
+	}
 	fmt.Fprintln(st.Stdout)
 	if *dry {
 		return nil
 	}
-	b, err := f.Encode()
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp("", "isobench-study-"+f.Study.ID+"-*.yaml")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	runArgs := []string{tmp.Name(), "--db", *db}
-	if *stateDir != "" {
-		runArgs = append(runArgs, "--state-dir", *stateDir)
-	}
-	if *quiet {
-		runArgs = append(runArgs, "--quiet")
-	}
+	f.Study.SeparateRuns(groups)
 	started := time.Now()
-	var id int64
-	runErr := runCmd(ctx, st, runArgs, &id)
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		var ue usageError
-		if errors.As(runErr, &ue) {
-			return runErr // nothing ran
+	var ids []int64
+	var runErr error
+	for _, g := range groups {
+		id, err := studyRunGroup(ctx, st, f, g, *db, *stateDir, *quiet)
+		if id != 0 {
+			ids = append(ids, id)
+		}
+		if err != nil {
+			var ue usageError
+			if errors.As(err, &ue) && len(ids) == 0 {
+				return err // nothing ran
+			}
+			runErr = errors.Join(runErr, err)
+			if ctx.Err() != nil {
+				break
+			}
 		}
 	}
 	fmt.Fprintf(st.Stdout, "\nstudy %s (%s scale) took %s (estimated %s)\n", f.Study.ID, f.Study.Scale, time.Since(started).Round(time.Second), plan.Estimate.Round(time.Second))
-	if id == 0 {
+	if len(ids) == 0 {
 		return runErr // the run never began (e.g. an image could not be prepared)
 	}
-	cells, err := runCells(context.WithoutCancel(ctx), *db, id, f.Baseline, f.Warmup)
+	cells, err := runCells(context.WithoutCancel(ctx), *db, ids, f.Baseline, f.Warmup)
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -270,12 +265,48 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 		study.CompareFindings(st.Stdout, f, cells)
 	}
 	if *out != "" {
-		if err := writeStudyReport(context.WithoutCancel(ctx), *db, id, f, cells, absentLabels(skipped), *out); err != nil {
+		if err := writeStudyReport(context.WithoutCancel(ctx), *db, ids, f, cells, absentLabels(skipped), *out); err != nil {
 			return errors.Join(runErr, err)
 		}
 		fmt.Fprintf(st.Stdout, "report: %s\n", *out)
 	}
 	return runErr
+}
+
+// studyRunGroup runs one group of a study's platforms (those that share
+// an image) as 'isobench run FILE' and returns its run id (0 when it
+// never began).
+func studyRunGroup(ctx context.Context, st *State, f study.File, g study.RunGroup, db, stateDir string, quiet bool) (int64, error) {
+	f.Platforms, f.Image = slices.Clone(g.Platforms), g.Image
+	if bl, _ := study.SplitAt(f.Baseline); !slices.Contains(f.Platforms, bl) {
+		f.Baseline = "" // the baseline runs in another group: ratios come from the merged cells
+	}
+	b, err := f.Encode()
+	if err != nil {
+		return 0, err
+	}
+	tmp, err := os.CreateTemp("", "isobench-study-"+f.Study.ID+"-*.yaml")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return 0, err
+	}
+	if err := tmp.Close(); err != nil {
+		return 0, err
+	}
+	runArgs := []string{tmp.Name(), "--db", db}
+	if stateDir != "" {
+		runArgs = append(runArgs, "--state-dir", stateDir)
+	}
+	if quiet {
+		runArgs = append(runArgs, "--quiet")
+	}
+	var id int64
+	err = runCmd(ctx, st, runArgs, &id)
+	return id, err
 }
 
 // absentLabels reads the "LABEL: why" lines of the platforms a study run
@@ -290,9 +321,10 @@ func absentLabels(skipped []string) map[string]string {
 	return out
 }
 
-// writeStudyReport writes run id's HTML report with the study's tables
+// writeStudyReport writes the HTML report of a study's runs (the first
+// is the report's run; their facts are merged) with the study's tables
 // and figures first (study.Sections), then the generic part.
-func writeStudyReport(ctx context.Context, db string, id int64, f study.File, cells []report.Cell, absent map[string]string, out string) error {
+func writeStudyReport(ctx context.Context, db string, ids []int64, f study.File, cells []report.Cell, absent map[string]string, out string) error {
 	if samePath(out, db) {
 		return usage("-o %s is the result store itself (--db %s): write the report to another file", out, db)
 	}
@@ -305,10 +337,18 @@ func writeStudyReport(ctx context.Context, db string, id int64, f study.File, ce
 	if err != nil {
 		return err
 	}
-	d := report.Doc{Run: id, Cells: cells}
+	d := report.Doc{Run: ids[0], Cells: cells, Fingerprint: map[string]string{}}
 	for _, r := range runs {
-		if r.ID == id {
-			d.Status, d.Fingerprint = r.Status, r.Fingerprint
+		if !slices.Contains(ids, r.ID) {
+			continue
+		}
+		if r.ID == ids[0] || d.Status == "done" && r.Status != "done" {
+			d.Status = r.Status
+		}
+		for k, v := range r.Fingerprint {
+			if _, ok := d.Fingerprint[k]; !ok || r.ID == ids[0] {
+				d.Fingerprint[k] = v
+			}
 		}
 	}
 	d.Study, d.Sections = study.Sections(f, cells, absent)
@@ -343,16 +383,21 @@ func (st *State) availablePlatforms(ctx context.Context, labels []string, stateD
 	return ok, down
 }
 
-// runCells summarises run id of a store.
-func runCells(ctx context.Context, db string, id int64, baseline string, warmups int) ([]report.Cell, error) {
+// runCells summarises runs of a store as one (a study run as several,
+// one per image: their platforms differ).
+func runCells(ctx context.Context, db string, ids []int64, baseline string, warmups int) ([]report.Cell, error) {
 	s, err := store.Open(ctx, db)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	samples, err := s.Samples(ctx, store.Filter{RunID: id, NoWarmup: true})
-	if err != nil {
-		return nil, err
+	var samples []sample.Sample
+	for _, id := range ids {
+		ss, err := s.Samples(ctx, store.Filter{RunID: id, NoWarmup: true})
+		if err != nil {
+			return nil, err
+		}
+		samples = append(samples, ss...)
 	}
-	return report.Cells(samples, report.Options{Baseline: baseline, Stats: stats.Options{Seed: id}, Warmups: warmups}), nil
+	return report.Cells(samples, report.Options{Baseline: baseline, Stats: stats.Options{Seed: ids[0]}, Warmups: warmups}), nil
 }

@@ -91,11 +91,11 @@ func TestStudyRunQuickEndToEnd(t *testing.T) {
 	st, out, errb := newTestState(t)
 	dir := t.TempDir()
 	db, html := filepath.Join(dir, "s.db"), filepath.Join(dir, "r.html")
-	code := Main(context.Background(), st, []string{"study", "run", "004", "--platform", "native", "--platform", "docker", "--reps", "2", "--db", db, "-o", html, "--quiet"})
+	code := Main(context.Background(), st, []string{"study", "run", "004", "--platform", "native", "--platform", "docker:network=nat", "--reps", "2", "--db", db, "-o", html, "--quiet"})
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
 	}
-	for _, s := range []string{"study 004 (quick scale)", "not run here: lxd: left out", "run 1 (done)", "Study 004 against the paper's findings", "native better than docker?", "report: " + html} {
+	for _, s := range []string{"study 004 (quick scale)", "not run here: lxd:init=system: left out", "run 1 (done)", "Study 004 against the paper's findings", "native better than docker:network=nat?", "report: " + html} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
@@ -105,7 +105,7 @@ func TestStudyRunQuickEndToEnd(t *testing.T) {
 	}
 	// The report opens with the paper's figures, lxd said to be left out.
 	page, _ := os.ReadFile(html)
-	for _, s := range []string{`<section class="paper" id="paper-fig3a">`, "<h2>Figure 3a: ", `<section class="paper" id="paper-table2">`, "lxd: left out (--platform)", "<b>UNDECIDED</b>"} {
+	for _, s := range []string{`<section class="paper" id="paper-fig3a">`, "<h2>Figure 3a: ", `<section class="paper" id="paper-table2">`, "lxd:init=system: left out (--platform)", "<b>UNDECIDED</b>"} {
 		if !strings.Contains(string(page), s) {
 			t.Errorf("report lacks %q", s)
 		}
@@ -127,6 +127,39 @@ func TestStudyRunQuickEndToEnd(t *testing.T) {
 	}
 	if len(threads) != 5 {
 		t.Errorf("cpu total_time at %d thread counts, want 5: %v", len(threads), threads)
+	}
+}
+
+// TestStudyPlansThePapersWay: 003 and 004 plan system containers and
+// Docker with published ports; 003's paper scale has Docker-Machine (in a
+// run of its own, from the image it can run) and k8s, its quick scale
+// neither.
+func TestStudyPlansThePapersWay(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		want, not []string
+	}{
+		{[]string{"004"}, []string{"platforms: native, docker:network=nat, lxc:init=system, lxd:init=system"}, []string{"a run of its own"}},
+		{[]string{"003", "--scale", "paper"}, []string{"docker:cpus=2,memory=8g,network=nat, lxc:cpus=2,memory=8g,init=system, docker-in-vm:cpus=2,memory=8g, k8s:cpus=2,memory=8g",
+			"a run of its own from image minimal (it cannot run the study's image debian): docker-in-vm:cpus=2,memory=8g"}, nil},
+		{[]string{"003"}, []string{"platforms: native, docker:cpus=2,memory=8g,network=nat, lxc:cpus=2,memory=8g,init=system   "}, []string{"docker-in-vm", "k8s:"}},
+	} {
+		st, out, errb := newTestState(t)
+		if code := Main(context.Background(), st, append([]string{"study", "run", "--dry-run"}, c.args...)); code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, code, errb)
+		}
+		for _, s := range c.want {
+			if !strings.Contains(out.String(), s) {
+				t.Errorf("%v: plan lacks %q:\n%s", c.args, s, out)
+			}
+		}
+		for _, s := range c.not {
+			for _, l := range strings.Split(out.String(), "\n") {
+				if (strings.HasPrefix(l, "platforms: ") || strings.HasPrefix(l, "a run of its own")) && strings.Contains(l, s) {
+					t.Errorf("%v: plan runs %q: %s", c.args, s, l)
+				}
+			}
+		}
 	}
 }
 

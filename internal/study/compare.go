@@ -69,8 +69,10 @@ func Checks(f File, cells []report.Cell) []Check {
 					if !okA || !okB || (a.Label() == b.Label() && a.Instances == b.Instances) {
 						continue
 					}
-					// Paired repetitions only within one cell (they ran side by side).
-					r := stats.Compare(values(b), values(a), a.Instances == b.Instances, a.Better, stats.Options{Seed: 1})
+					// Paired repetitions only within one cell of one run (they
+					// ran side by side).
+					paired := a.Instances == b.Instances && f.Study.sameRun(a.Label(), b.Label())
+					r := stats.Compare(values(b), values(a), paired, a.Better, stats.Options{Seed: 1})
 					c := Check{Experiment: e.ID, Finding: fd.Text, Cell: g.name, Metric: metric, A: pr[0], B: pr[1], Ratio: r, Want: want}
 					c.Outcome = outcome(want, r.Verdict)
 					out = append(out, c)
@@ -251,7 +253,7 @@ func CompareFindings(w io.Writer, f File, cells []report.Cell) {
 			}
 		}
 		if e.Score != nil {
-			printScore(w, e, cells, f.Baseline)
+			printScore(w, e, cells, f.Baseline, centralName(f.Study))
 		}
 	}
 	fmt.Fprintf(w, "\n%d comparisons agree with the paper, %d disagree, %d undecided (interval contains 1 or too few repetitions)\n", n[Agrees], n[Disagrees], n[Undecided])
@@ -270,9 +272,10 @@ func pairPlatforms(pairs [][2]string) []string {
 }
 
 // ScoreTable computes an experiment's Score from a run's cells: per row
-// and platform the mean of the row's metrics' medians (at the smallest
-// instance count run), scored 1 − Op against baseline (stats.PaperScore).
-func ScoreTable(sc *Score, cells []report.Cell, baseline string) (stats.ScoreTable, error) {
+// and platform the mean of the row's metrics' central values (central:
+// "mean", the paper's, or the median; at the smallest instance count
+// run), scored 1 − Op against baseline (stats.PaperScore).
+func ScoreTable(sc *Score, cells []report.Cell, baseline, central string) (stats.ScoreTable, error) {
 	if sc == nil || baseline == "" {
 		return stats.ScoreTable{}, fmt.Errorf("no score or no baseline")
 	}
@@ -292,7 +295,7 @@ func ScoreTable(sc *Score, cells []report.Cell, baseline string) (stats.ScoreTab
 		for _, metric := range row.Metrics {
 			for _, g := range groupCells(cells, sel, metric, nil, []int{minInst}) {
 				for label, c := range g.by {
-					per[label] = append(per[label], c.Median)
+					per[label] = append(per[label], centralValue(c, central))
 				}
 			}
 		}
@@ -309,17 +312,35 @@ func ScoreTable(sc *Score, cells []report.Cell, baseline string) (stats.ScoreTab
 	return stats.PaperScore(medians, baseline)
 }
 
-func printScore(w io.Writer, e Experiment, cells []report.Cell, baseline string) {
-	t, err := ScoreTable(e.Score, cells, baseline)
+// centralValue is a cell's mean when the study's central value is the
+// mean, else its median.
+func centralValue(c report.Cell, central string) float64 {
+	if central == "mean" {
+		return c.Mean
+	}
+	return c.Median
+}
+
+// centralName is what a study's central value is called: its mean or
+// the median (the default).
+func centralName(m *Meta) string {
+	if m != nil && m.Central == "mean" {
+		return "mean"
+	}
+	return "median"
+}
+
+func printScore(w io.Writer, e Experiment, cells []report.Cell, baseline, central string) {
+	t, err := ScoreTable(e.Score, cells, baseline, central)
 	if err != nil {
 		fmt.Fprintf(w, "  this run: no score (%v)\n", err)
 		return
 	}
-	fmt.Fprintf(w, "  this run, 1 − Op per row against %s (medians; no interval for a sum of ratios):\n    %-10s", baseline, "platform")
+	fmt.Fprintf(w, "  this run, 1 − Op per row against %s (%ss; no interval for a sum of ratios):\n    %-10s", baseline, central, "platform")
 	for _, r := range t.Rows {
 		fmt.Fprintf(w, " %9s", r)
 	}
-	fmt.Fprintf(w, " %7s %8s %12s\n", "total", "overall", "paper total")
+	fmt.Fprintf(w, " %7s %8s %12s %12s\n", "total", "overall", "paper total", "paper's Op")
 	for _, p := range t.Platforms {
 		fmt.Fprintf(w, "    %-10s", p)
 		for _, r := range t.Rows {
@@ -329,14 +350,20 @@ func printScore(w io.Writer, e Experiment, cells []report.Cell, baseline string)
 				fmt.Fprintf(w, " %9s", "-")
 			}
 		}
-		paper := "-"
+		paper, own := "-", "-"
 		if v, ok := e.Score.Paper[p]; ok {
 			paper = fmt.Sprintf("%.2f", v)
 		}
-		if tot, ok := t.Total[p]; ok {
-			fmt.Fprintf(w, " %7.2f %7.1f%% %12s\n", tot, 100*t.Overall[p], paper)
-		} else {
-			fmt.Fprintf(w, " %7s %8s %12s\n", "-", "-", paper)
+		if v, ok := e.Score.PaperCorrected[p]; ok {
+			own = fmt.Sprintf("%.2f", v)
 		}
+		if tot, ok := t.Total[p]; ok {
+			fmt.Fprintf(w, " %7.2f %7.1f%% %12s %12s\n", tot, 100*t.Overall[p], paper, own)
+		} else {
+			fmt.Fprintf(w, " %7s %8s %12s %12s\n", "-", "-", paper, own)
+		}
+	}
+	if e.Score.PaperNote != "" {
+		fmt.Fprintf(w, "    %s\n", e.Score.PaperNote)
 	}
 }

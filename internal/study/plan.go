@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,8 +42,16 @@ var instanceCost = map[string]time.Duration{
 	"native": 50 * time.Millisecond, "runc": 300 * time.Millisecond, "crun": 250 * time.Millisecond,
 	"docker": 700 * time.Millisecond, "podman": 900 * time.Millisecond, "lxc": 600 * time.Millisecond,
 	"nspawn": 700 * time.Millisecond, "gvisor": 800 * time.Millisecond, "lxd": 2 * time.Second,
-	"qemu": 6 * time.Second,
+	"qemu": 6 * time.Second, "docker-in-vm": 3 * time.Second, "k8s": 3 * time.Second,
 }
+
+// systemBoot is what booting an image's systemd (init=system) adds to an
+// instance's start.
+const systemBoot = 4 * time.Second
+
+// platformCost is a one-off cost of a platform in a run: docker-in-vm
+// boots its VM (minutes under TCG; an 8 GB VM took 1.5 to 4.7 min here).
+var platformCost = map[string]time.Duration{"docker-in-vm": 3 * time.Minute}
 
 // cores the estimate assumes fixed work is spread over.
 const cores = 2
@@ -100,10 +109,13 @@ func NewPlan(f File, reg workload.Registry) (Plan, error) {
 				work = time.Duration(float64(work) * float64(n) / cores)
 			}
 			for _, pl := range f.Platforms {
-				name, _, _ := strings.Cut(pl, ":")
+				name, opts, _ := strings.Cut(pl, ":")
 				c, ok := instanceCost[name]
 				if !ok {
 					c = time.Second
+				}
+				if slices.Contains(strings.Split(opts, ","), "init=system") {
+					c += systemBoot
 				}
 				// Instances are created concurrently, but engines
 				// serialise much of it: count half of them.
@@ -111,6 +123,10 @@ func NewPlan(f File, reg workload.Registry) (Plan, error) {
 				p.Estimate += time.Duration(reps+f.Warmup) * (work + setup)
 			}
 		}
+	}
+	for _, pl := range f.Platforms {
+		name, _, _ := strings.Cut(pl, ":")
+		p.Estimate += platformCost[name]
 	}
 	if f.Study != nil {
 		for _, e := range f.Study.Experiments {

@@ -57,6 +57,9 @@ type Meta struct {
 	// paperReps are the repetitions at the paper's scale, kept by AtScale
 	// for the ledger ("" when the file was read at another scale).
 	paperReps string
+	// runOf is the run each platform label ran in, when a study ran as
+	// several (SeparateRuns).
+	runOf     map[string]int
 	Platforms []Platform       `yaml:"platforms" json:"platforms"`
 	Scales    map[string]Scale `yaml:"scales,omitempty" json:"scales,omitempty"`
 	// Fidelity holds the ledger items every experiment shares (an
@@ -73,13 +76,21 @@ type Platform struct {
 	Label    string `yaml:"label,omitempty" json:"label,omitempty"`
 	NotRun   string `yaml:"not_run,omitempty" json:"not_run,omitempty"`
 	WouldRun string `yaml:"would_run,omitempty" json:"would_run,omitempty"`
+	// Image, when set, is the image profile this platform's instances
+	// run from instead of the file's (which it cannot run): 'study run'
+	// runs it in a run of its own into the same store and reports both
+	// as one (comparisons across the two runs are unpaired).
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
 }
 
 // Scale shrinks (or grows) a study: every cell stays, parameters and
-// repetitions change.
+// repetitions change; it may leave out some platforms (Drop).
 type Scale struct {
-	Reps   string `yaml:"reps,omitempty" json:"reps,omitempty"`
-	Warmup *int   `yaml:"warmup,omitempty" json:"warmup,omitempty"`
+	Reps string `yaml:"reps,omitempty" json:"reps,omitempty"`
+	// Drop are platform labels this scale leaves out (its note says why);
+	// every cell of the others stays.
+	Drop   []string `yaml:"drop,omitempty,flow" json:"drop,omitempty"`
+	Warmup *int     `yaml:"warmup,omitempty" json:"warmup,omitempty"`
 	// Params maps a workload name to "k=v,k=v" set on every entry of that
 	// workload (a sweep keeps its values unless its key is set here). A
 	// key may be a selector, "scp:tree=2500/75m": then only the entries
@@ -123,6 +134,11 @@ type Experiment struct {
 type Score struct {
 	Rows  map[string]ScoreRow `yaml:"rows" json:"rows"`
 	Paper map[string]float64  `yaml:"paper,omitempty" json:"paper,omitempty"`
+	// PaperCorrected are the paper's totals recomputed from its own Op
+	// where a printed row is inconsistent with them, and PaperNote says
+	// how (study 004's CPU row subtracts a percentage as a fraction).
+	PaperCorrected map[string]float64 `yaml:"paper_corrected,omitempty" json:"paper_corrected,omitempty"`
+	PaperNote      string             `yaml:"paper_note,omitempty" json:"paper_note,omitempty"`
 }
 
 // ScoreRow is one row of a Score.
@@ -218,15 +234,26 @@ func (f File) Check() error {
 	if m.ID == "" || m.Title == "" {
 		return fmt.Errorf("study: needs an id and a title")
 	}
+	// A label the file's scale drops is still the study's.
+	known := func(l string) bool {
+		return slices.Contains(f.Platforms, l) || slices.Contains(m.Scales[m.Scale].Drop, l)
+	}
 	for _, p := range m.Platforms {
 		switch {
-		case p.Label != "" && !slices.Contains(f.Platforms, p.Label):
+		case p.Label != "" && !known(p.Label):
 			return fmt.Errorf("study %s: platform %q (%s) is not under platforms:", m.ID, p.Label, p.Paper)
 		case p.Label == "" && p.NotRun == "":
 			return fmt.Errorf("study %s: platform %q neither runs here (label) nor says why not (not_run)", m.ID, p.Paper)
+		case p.Image != "" && p.Label == "":
+			return fmt.Errorf("study %s: platform %q has an image but no label", m.ID, p.Paper)
 		}
 	}
 	for name, sc := range m.Scales {
+		for _, l := range sc.Drop {
+			if !slices.Contains(f.Platforms, l) && (m.Scale == "" || m.Scale == ScalePaper) {
+				return fmt.Errorf("study %s: scale %s drops %q, which is not under platforms:", m.ID, name, l)
+			}
+		}
 		for w, kv := range sc.Params {
 			sel, err := spec.Parse(w)
 			if err == nil {
@@ -271,7 +298,7 @@ func (f File) Check() error {
 		}
 		for _, fd := range e.Findings {
 			for _, l := range slices.Concat(fd.Better, fd.Ranking, fd.Same) {
-				if l, _ := SplitAt(l); !slices.Contains(f.Platforms, l) {
+				if l, _ := SplitAt(l); !known(l) {
 					return fmt.Errorf("study %s: experiment %s: finding %q names %q, which is not under platforms:", m.ID, e.ID, fd.Text, l)
 				}
 			}
@@ -344,6 +371,7 @@ func (f File) AtScale(scale string) (File, error) {
 	if sc.Warmup != nil {
 		out.Warmup = *sc.Warmup
 	}
+	out.Platforms = slices.DeleteFunc(out.Platforms, func(p string) bool { return slices.Contains(sc.Drop, p) })
 	// The plain names first, then selectors by how much they select on.
 	keys := make([]string, 0, len(sc.Params))
 	sels := map[string]spec.Spec{}
@@ -468,4 +496,65 @@ func (m *Meta) PendingExperiments() []Experiment {
 		}
 	}
 	return out
+}
+
+// RunGroup is one run of a study: the platforms whose instances run from
+// one image profile ("" is the file's).
+type RunGroup struct {
+	Image     string
+	Platforms []string
+}
+
+// RunGroups splits f's platforms into the runs 'study run' makes: the
+// platforms that run the file's image first, then, per other image a
+// study platform needs (study.platforms[].image), those that need it.
+// Groups with no platform are left out.
+func (f File) RunGroups() []RunGroup {
+	own := map[string]string{}
+	if f.Study != nil {
+		for _, p := range f.Study.Platforms {
+			if p.Label != "" && p.Image != "" && p.Image != f.Image {
+				own[p.Label] = p.Image
+			}
+		}
+	}
+	groups := []RunGroup{{Image: f.Image}}
+	idx := map[string]int{f.Image: 0}
+	for _, l := range f.Platforms {
+		img, ok := own[l]
+		if !ok {
+			img = f.Image
+		}
+		i, ok := idx[img]
+		if !ok {
+			i = len(groups)
+			idx[img] = i
+			groups = append(groups, RunGroup{Image: img})
+		}
+		groups[i].Platforms = append(groups[i].Platforms, l)
+	}
+	return slices.DeleteFunc(groups, func(g RunGroup) bool { return len(g.Platforms) == 0 })
+}
+
+// SeparateRuns records which run each platform label ran in, so that
+// comparisons across runs are unpaired (their repetitions did not run
+// side by side).
+func (m *Meta) SeparateRuns(groups []RunGroup) {
+	if m == nil {
+		return
+	}
+	m.runOf = map[string]int{}
+	for i, g := range groups {
+		for _, l := range g.Platforms {
+			m.runOf[l] = i
+		}
+	}
+}
+
+// sameRun reports whether two platform labels ran in one run.
+func (m *Meta) sameRun(a, b string) bool {
+	if m == nil || m.runOf == nil {
+		return true
+	}
+	return m.runOf[a] == m.runOf[b]
 }
