@@ -43,6 +43,7 @@ func Workloads() workload.Registry {
 		soplex.Def, // open substitute for SPEC CPU 450.soplex (study 003)
 	}
 	defs = append(defs, tooladapt.Defs()...)
+	defs = append(defs, tooladapt.NetDefs()...) // iperf 2's server and clients in instances, incl. the hidden halves
 	defs = append(defs, netbench.Defs()...)  // incl. the hidden _net-server, _net-client halves
 	defs = append(defs, lifecycle.Defs()...) // incl. the hidden _spin load
 	defs = append(defs, service.Defs()...)   // incl. the hidden _service, _service-log halves

@@ -4,8 +4,8 @@
 // nspawn, QEMU initramfs) use the directory itself.
 //
 // Profile "minimal": the host's static busybox and the isobench binary.
-// Profile "tools": minimal plus the host's sysbench, fio, iperf3 and
-// sockperf with their shared libraries (see tools.go).
+// Profile "tools": minimal plus the host's sysbench, fio, iperf3, iperf 2
+// and sockperf with their shared libraries (see tools.go).
 // Profile "debian": a Debian tree of the host's release with real servers
 // (nginx, apache2, redis, MariaDB...) and the agent (see debian.go).
 // Profile "spark": a small Debian tree with Java, Python and the host's

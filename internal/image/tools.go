@@ -16,7 +16,7 @@ import (
 )
 
 // Tools is the profile name of the minimal image plus external benchmark
-// tools (sysbench, fio, iperf3, sockperf) copied from the host with every
+// tools (sysbench, fio, iperf3, iperf 2, sockperf) copied from the host with every
 // shared library they load, at the same paths, so the very same bytes run
 // inside instances and natively.
 const Tools = "tools"
@@ -33,6 +33,8 @@ var KnownTools = []HostTool{
 	{Name: "sysbench", Binary: "sysbench", Package: "sysbench"},
 	{Name: "fio", Binary: "fio", Package: "fio"},
 	{Name: "iperf3", Binary: "iperf3", Package: "iperf3"},
+	// iperf 2, study 000's (its paper chose it for many clients per server)
+	{Name: "iperf", Binary: "iperf", Package: "iperf"},
 	{Name: "sockperf", Binary: "sockperf", Package: "sockperf"},
 }
 
