@@ -11,8 +11,19 @@
 // name, e.g. runc or gvisor), node (nodeName), namespace, kubeconfig (else
 // $KUBECONFIG, ~/.kube/config, then /var/lib/isobench/k8s/admin.kubeconfig,
 // which scripts/start-k8s.sh writes), containerd (the node's containerd
-// socket images are imported through; default the one start-k8s.sh runs) and
-// image (profile, default minimal).
+// socket images are imported through; default the one start-k8s.sh runs),
+// image (profile, default minimal) and pending (how long a pod may stay
+// Pending before Create gives up on it, default 3m).
+//
+// A pod Kubernetes will not run or stops is a failure in Kubernetes' words
+// (PodError): Create fails at once when the scheduler finds no node and
+// the pod asks for more than any node has allocatable, and when the pod is
+// still Pending after the bound, with the scheduler's or kubelet's reason
+// and the newest warning event ("Unschedulable: 0/1 nodes are available:
+// 1 Insufficient memory."); Wait fails for an evicted pod or an
+// OOM-killed main container ("OOMKilled"); an exec that breaks off names
+// the pod's failure; and OOMKilled (platform.OOMReporter) tells the
+// runner when the OOM killer took a process run with exec.
 //
 // Pods are labelled isobench=1, with a label per Platform
 // (isobench.k8s.session) and the host that made them (isobench.k8s.host);
@@ -53,8 +64,9 @@ var Factory = platform.Factory{
 	Name: "k8s",
 	Help: "Kubernetes pods through the apiserver (kubeconfig from kubeconfig=, $KUBECONFIG, ~/.kube/config or " + DefaultKubeconfig + "; " +
 		"scripts/start-k8s.sh starts a local single-node cluster). Options: cpus, memory, network=bridge|host, storage=rootfs|volume, " +
-		"runtime=RUNTIMECLASS (e.g. runc, gvisor), node=NODE, namespace=NS, kubeconfig=PATH, containerd=SOCKET, image=PROFILE",
-	Extra: []string{"runtime", "node", "namespace", "kubeconfig", "containerd", "image"},
+		"runtime=RUNTIMECLASS (e.g. runc, gvisor), node=NODE, namespace=NS, kubeconfig=PATH, containerd=SOCKET, image=PROFILE, " +
+		"pending=DURATION (how long a pod may stay Pending before it is a failure, default 3m)",
+	Extra: []string{"runtime", "node", "namespace", "kubeconfig", "containerd", "image", "pending"},
 	New:   New,
 }
 
@@ -66,6 +78,7 @@ type Platform struct {
 	c          *client
 	cfgErr     error
 	session    string
+	pending    time.Duration // how long a pod may stay Pending
 
 	imageMu sync.Mutex
 	refs    map[string]string // profile → imported image ref
@@ -87,7 +100,14 @@ func NewPlatform(o platform.Options, env platform.Env) (*Platform, error) {
 	if _, err := rand.Read(r); err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
-	p := &Platform{env: env, opts: o, session: hex.EncodeToString(r), refs: map[string]string{}}
+	p := &Platform{env: env, opts: o, session: hex.EncodeToString(r), refs: map[string]string{}, pending: DefaultPending}
+	if v := o.Extra["pending"]; v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("k8s: pending=%q must be a positive duration (e.g. 90s, 3m)", v)
+		}
+		p.pending = d
+	}
 	home, _ := os.UserHomeDir()
 	p.kubeconfig, p.cfgErr = kubeconfigPath(o.Extra["kubeconfig"], os.Getenv("KUBECONFIG"), home)
 	if p.cfgErr == nil {
@@ -358,23 +378,8 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	if s.Phase != nil {
 		s.Phase("created", time.Now())
 	}
-	// started: the container runs (or already ran, for a short main)
-	var last *pod
-	err = p.watchPod(ctx, name, func(pd *pod) (bool, error) {
-		if pd == nil {
-			return true, errors.New("the pod was deleted")
-		}
-		last = pd
-		if err := pd.startError(); err != nil {
-			return true, err
-		}
-		st := pd.mainState()
-		return st != nil && (st.Running != nil || st.Terminated != nil), nil
-	})
+	last, err := p.waitStarted(ctx, name, in.uid, p.pending)
 	if err != nil {
-		if ctx.Err() != nil && last != nil {
-			err = fmt.Errorf("%w (pod phase %s%s)", err, last.Status.Phase, p.lastEvent(context.WithoutCancel(ctx), name))
-		}
 		return nil, fmt.Errorf("k8s: starting pod %s: %w", name, err)
 	}
 	in.node = last.Spec.NodeName
@@ -391,23 +396,59 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	return in, nil
 }
 
-// lastEvent returns ": " and the newest event about the pod, or "".
-func (p *Platform) lastEvent(ctx context.Context, name string) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// errPendingBound ends the wait for a pod that stayed Pending too long.
+var errPendingBound = errors.New("the pod's pending bound passed")
+
+// waitStarted waits until the pod's container runs (or already ran, for a
+// short main) and returns the pod as it was then. It fails with a
+// PodError when Kubernetes will not run the pod: a fatal container state,
+// a pod the kubelet failed, a scheduler that finds no node for a pod
+// asking more than any node has, or a pod still not running after bound.
+func (p *Platform) waitStarted(ctx context.Context, name, uid string, bound time.Duration) (*pod, error) {
+	sctx, cancel := context.WithTimeoutCause(ctx, bound, errPendingBound)
 	defer cancel()
-	q := url.Values{}
-	q.Set("fieldSelector", "involvedObject.kind=Pod,involvedObject.name="+name)
-	var l struct {
-		Items []struct {
-			Reason  string `json:"reason"`
-			Message string `json:"message"`
-		} `json:"items"`
+	var last *pod
+	fitChecked := ""
+	err := p.watchPod(sctx, name, func(pd *pod) (bool, error) {
+		if pd == nil {
+			return true, errors.New("the pod was deleted")
+		}
+		last = pd
+		if pe := pd.startError(); pe != nil {
+			return true, p.withEvent(ctx, pe, uid)
+		}
+		if msg, ok := pd.unschedulable(); ok && msg != fitChecked {
+			// asked again whenever the scheduler says something new
+			fitChecked = msg
+			if why, never := p.neverFits(sctx, pd); never {
+				return true, p.withEvent(ctx, &PodError{Pod: name, Reason: "Unschedulable", Message: strings.TrimSpace(msg) + " (" + why + ")"}, uid)
+			}
+		}
+		st := pd.mainState()
+		return st != nil && (st.Running != nil || st.Terminated != nil), nil
+	})
+	if err == nil {
+		return last, nil
 	}
-	if err := p.c.do(ctx, http.MethodGet, "/api/v1/namespaces/"+url.PathEscape(p.ns())+"/events", q, nil, &l); err != nil || len(l.Items) == 0 {
-		return ""
+	if ctx.Err() == nil && errors.Is(context.Cause(sctx), errPendingBound) {
+		// the bound passed: say why in Kubernetes' words, from the pod as it is now
+		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer gcancel()
+		var cur pod
+		if gerr := p.c.do(gctx, http.MethodGet, "/api/v1/namespaces/"+url.PathEscape(p.ns())+"/pods/"+url.PathEscape(name), nil, nil, &cur); gerr == nil {
+			last = &cur
+		}
+		pe := &PodError{Pod: name, Reason: "Pending", Pending: bound}
+		if last != nil {
+			pe.Reason, pe.Message = last.pendingReason()
+		}
+		return nil, p.withEvent(ctx, pe, uid)
 	}
-	e := l.Items[len(l.Items)-1]
-	return "; last event: " + e.Reason + ": " + e.Message
+	if ctx.Err() != nil && last != nil {
+		reason, msg := last.pendingReason()
+		err = fmt.Errorf("%w (pod phase %s: %s: %s; last event: %s)", err, last.Status.Phase, reason, msg, p.podEvent(context.WithoutCancel(ctx), name, uid))
+	}
+	return nil, err
 }
 
 // watchPod calls fn with the pod as it changes (nil once it is gone) until
@@ -542,10 +583,23 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 		if ctx.Err() != nil {
 			return fmt.Errorf("k8s exec %q: %w", strings.Join(argv, " "), ctx.Err())
 		}
+		if f := in.podFailure(ctx); f != nil {
+			// the pod was evicted or its container OOM-killed under the exec
+			return fmt.Errorf("k8s exec %q in %s: %w (%w)", strings.Join(argv, " "), in.name, f, err)
+		}
 		return fmt.Errorf("k8s exec %q in %s: %w", strings.Join(argv, " "), in.name, err)
 	}
 	if code != 0 {
-		return &platform.ExitError{Code: code, Argv: argv}
+		ee := &platform.ExitError{Code: code, Argv: argv}
+		if code >= 128 {
+			// killed, or the runtime lost the process (gVisor's shim says
+			// 128 when the OOM killer took the sandbox): Kubernetes' word
+			// when the pod went with it and the kubelet has noticed
+			if f := in.podFailure(ctx); f != nil {
+				return fmt.Errorf("k8s exec in %s: %w (%w)", in.name, ee, f)
+			}
+		}
+		return ee
 	}
 	return nil
 }
@@ -646,6 +700,7 @@ func (in *Instance) Wait(ctx context.Context) (int, error) {
 		case <-wctx.Done():
 		}
 	}()
+	var failed *PodError
 	err := in.p.watchPod(wctx, in.name, func(pd *pod) (bool, error) {
 		if pd == nil {
 			return true, nil
@@ -653,11 +708,14 @@ func (in *Instance) Wait(ctx context.Context) (int, error) {
 		if pd.Metadata.UID != in.uid {
 			return true, nil // a new pod of the same name: ours is gone
 		}
-		if st := pd.mainState(); st != nil && st.Terminated != nil {
+		st := pd.mainState()
+		if st != nil && st.Terminated != nil {
 			code = st.Terminated.ExitCode
-			return true, nil
 		}
-		return false, nil
+		if failed = pd.failure(); failed != nil {
+			return true, nil // evicted, OOM-killed: no exit status of its own
+		}
+		return st != nil && st.Terminated != nil, nil
 	})
 	select {
 	case <-in.gone:
@@ -666,6 +724,9 @@ func (in *Instance) Wait(ctx context.Context) (int, error) {
 	}
 	if err != nil {
 		return code, fmt.Errorf("k8s wait %s: %w", in.name, err)
+	}
+	if failed != nil {
+		return code, in.p.withEvent(ctx, failed, in.uid)
 	}
 	if in.logDone != nil {
 		select {

@@ -293,3 +293,137 @@ func TestGvisorHostNetwork(t *testing.T) {
 		t.Errorf("network=host with gvisor: %v, want ErrUnsupported", err)
 	}
 }
+
+// failurePlatform is a k8s platform for the failure tests on the test
+// cluster, or a skip (a failure with ISOBENCH_REQUIRE_PLATFORMS=k8s) when
+// no cluster answers.
+func failurePlatform(t *testing.T, opts string) *Platform {
+	t.Helper()
+	probe, err := NewPlatform(mustParse(t, opts), platform.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := probe.Version(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, "k8s", err)
+	}
+	agent := conformance.BuildAgent(t)
+	p, err := NewPlatform(mustParse(t, opts), platform.Env{AgentBinary: agent, StateDir: t.TempDir(), Log: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	return p
+}
+
+// podsOf lists the pods on the cluster carrying isobench.name=NAME.
+func podsOf(t *testing.T, p *Platform, name string) []string {
+	t.Helper()
+	q := url.Values{}
+	q.Set("labelSelector", "isobench=1,isobench.name="+name)
+	var l struct {
+		Items []struct {
+			Metadata objectMeta `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := p.c.do(t.Context(), http.MethodGet, "/api/v1/namespaces/"+url.PathEscape(p.ns())+"/pods", q, nil, &l); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, it := range l.Items {
+		out = append(out, it.Metadata.Name)
+	}
+	return out
+}
+
+// TestUnschedulablePodIsAFailure asks for 100000 GiB of memory: Create
+// fails at once (not after the pending bound, and not with a number) with
+// the scheduler's reason, and leaves no pod.
+func TestUnschedulablePodIsAFailure(t *testing.T) {
+	p := failurePlatform(t, "k8s:runtime=runc")
+	name := fmt.Sprintf("unsched-%x", time.Now().UnixNano()&0xffffff)
+	inst, err := p.Create(t.Context(), platform.Spec{Name: name, Memory: 100000 << 30, Labels: map[string]string{"isobench.test": "conformance"}})
+	if err == nil {
+		inst.Close(context.Background())
+		t.Fatal("a pod requesting 100000 GiB of memory was created and started")
+	}
+	t.Logf("Create: %v", err)
+	var pe *PodError
+	if !errors.As(err, &pe) || pe.Reason != "Unschedulable" || pe.Pending != 0 {
+		t.Fatalf("Create: %v; want an Unschedulable PodError before the pending bound", err)
+	}
+	for _, want := range []string{"Insufficient memory", "it requests memory 100000Gi; the most any of the"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+	if left := podsOf(t, p, name); len(left) > 0 {
+		t.Errorf("pods left behind: %v", left)
+	}
+}
+
+// oomArgv allocates and touches 256 MiB in one buffer (busybox dd reads
+// /dev/zero into it), past the tests' 32 MiB limit.
+var oomArgv = []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"}
+
+// TestOOMKilledIsAFailure runs a main process that allocates past the
+// pod's memory limit: Wait reports Kubernetes' OOMKilled as a PodError
+// rather than a bare exit status. A process run with exec in an idle pod
+// and killed the same way fails, and OOMKilled (what the runner asks)
+// confirms the OOM kill. With runc the OOM killer takes that process (status
+// 137) and the pod runs on; with gVisor the whole sandbox is the host
+// process that grew, so the pod dies with it, and Wait says OOMKilled.
+func TestOOMKilledIsAFailure(t *testing.T) {
+	for _, rc := range []string{"runc", "gvisor"} {
+		t.Run(rc, func(t *testing.T) {
+			p := failurePlatform(t, "k8s:runtime="+rc)
+			labels := map[string]string{"isobench.test": "conformance"}
+			inst, err := p.Create(t.Context(), platform.Spec{Name: "oom-main", Memory: 32 << 20, Main: oomArgv, Labels: labels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inst.Close(context.Background())
+			code, err := inst.Wait(t.Context())
+			t.Logf("Wait: %d, %v", code, err)
+			var pe *PodError
+			if !errors.As(err, &pe) || pe.Reason != "OOMKilled" || !strings.Contains(err.Error(), "memory limit") {
+				t.Errorf("Wait of a main killed at its memory limit: %d, %v; want an OOMKilled PodError", code, err)
+			}
+			if yes, err := inst.(*Instance).OOMKilled(t.Context()); err != nil || !yes {
+				t.Errorf("OOMKilled of the pod whose main was OOM-killed: %v, %v", yes, err)
+			}
+			if err := inst.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+
+			idle, err := p.Create(t.Context(), platform.Spec{Name: "oom-exec", Memory: 32 << 20, Labels: labels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer idle.Close(context.Background())
+			if yes, err := idle.(*Instance).OOMKilled(t.Context()); err != nil || yes {
+				t.Fatalf("OOMKilled of a fresh pod: %v, %v; want false", yes, err)
+			}
+			err = idle.Exec(t.Context(), oomArgv, platform.ExecIO{})
+			t.Logf("Exec: %v", err)
+			var ee *platform.ExitError
+			if err == nil || (rc == "runc" && (!errors.As(err, &ee) || ee.Code != 137)) {
+				t.Fatalf("exec of an allocation past the limit: %v; want a failure (status 137 with runc)", err)
+			}
+			if yes, err := idle.(*Instance).OOMKilled(t.Context()); err != nil || !yes {
+				t.Errorf("OOMKilled after the exec was killed: %v, %v; want true", yes, err)
+			}
+			if rc == "runc" {
+				// the OOM killer took the process that went past the limit; the pod runs on
+				if out := mustExec(t, idle, "echo", "alive"); out != "alive\n" {
+					t.Errorf("the pod after the OOM kill printed %q", out)
+				}
+				return
+			}
+			code, err = idle.Wait(t.Context())
+			t.Logf("Wait of the gVisor pod: %d, %v", code, err)
+			if !errors.As(err, &pe) || pe.Reason != "OOMKilled" {
+				t.Errorf("Wait of the gVisor pod whose sandbox the OOM killer took: %d, %v; want an OOMKilled PodError", code, err)
+			}
+		})
+	}
+}

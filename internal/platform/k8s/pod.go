@@ -142,12 +142,15 @@ var fatalWaiting = map[string]bool{
 }
 
 // startError says why the pod cannot start, or nil while it may still.
-func (p *pod) startError() error {
+func (p *pod) startError() *PodError {
 	if st := p.mainState(); st != nil && st.Waiting != nil && fatalWaiting[st.Waiting.Reason] {
-		return fmt.Errorf("container %s: %s", st.Waiting.Reason, st.Waiting.Message)
+		return &PodError{Pod: p.Metadata.Name, Reason: st.Waiting.Reason, Message: st.Waiting.Message}
+	}
+	if f := p.failure(); f != nil && f.Reason != "OOMKilled" {
+		return f // evicted, or refused by the kubelet (OutOfmemory...); an OOM-killed main ran: Wait says so
 	}
 	if p.Status.Phase == "Failed" && p.mainState() == nil {
-		return fmt.Errorf("pod failed: %s %s", p.Status.Reason, p.Status.Message)
+		return &PodError{Pod: p.Metadata.Name, Reason: "Failed", Message: strings.TrimSpace(p.Status.Reason + " " + p.Status.Message)}
 	}
 	return nil
 }
