@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -202,9 +203,16 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 	if *reps != "" {
 		f.Reps = *reps
 	}
-	if !*dry {
+	accel := map[string]string{}
+	if *dry {
+		for _, l := range f.Platforms {
+			if study.VMPlatform(l) {
+				accel[l] = dryAccel()
+			}
+		}
+	} else {
 		var down []string
-		f.Platforms, down = st.availablePlatforms(ctx, f.Platforms, st.stateDir(*stateDir))
+		f.Platforms, down = st.availablePlatforms(ctx, f.Platforms, st.stateDir(*stateDir), accel)
 		skipped = append(skipped, down...)
 		if len(f.Platforms) == 0 {
 			return usage("study %s: none of its platforms is available here: %s", f.Study.ID, strings.Join(skipped, "; "))
@@ -218,6 +226,7 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 	if err != nil {
 		return usage("study %s: %v", f.Study.ID, err)
 	}
+	plan.Accel = accel
 	plan.Print(st.Stdout)
 	for _, s := range skipped {
 		fmt.Fprintf(st.Stdout, "not run here: %s\n", s)
@@ -260,6 +269,13 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
+	// What ran emulated, from the runs' own facts (the accelerator each
+	// VM platform resolved).
+	fp, err := runsFingerprint(context.WithoutCancel(ctx), *db, ids)
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	f.Study.MarkEmulated(study.EmulatedFrom(fp, f.Platforms))
 	if len(cells) > 0 {
 		fmt.Fprintln(st.Stdout)
 		study.CompareFindings(st.Stdout, f, cells)
@@ -321,6 +337,41 @@ func absentLabels(skipped []string) map[string]string {
 	return out
 }
 
+// dryAccel is what a dry run can say of a VM platform's accelerator
+// without booting the KVM probe: TCG when /dev/kvm does not open, else
+// "" (the run's probe decides).
+func dryAccel() string {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		return "tcg: /dev/kvm: " + err.Error()
+	}
+	f.Close()
+	return ""
+}
+
+// runsFingerprint merges the recorded facts of a study's runs (the first
+// run's win where they differ; the platforms' keys are their labels').
+func runsFingerprint(ctx context.Context, db string, ids []int64) (map[string]string, error) {
+	s, err := store.Open(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	runs, err := s.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fp := map[string]string{}
+	for _, id := range slices.Backward(ids) {
+		for _, r := range runs {
+			if r.ID == id {
+				maps.Copy(fp, r.Fingerprint)
+			}
+		}
+	}
+	return fp, nil
+}
+
 // writeStudyReport writes the HTML report of a study's runs (the first
 // is the report's run; their facts are merged) with the study's tables
 // and figures first (study.Sections), then the generic part.
@@ -356,8 +407,10 @@ func writeStudyReport(ctx context.Context, db string, ids []int64, f study.File,
 }
 
 // availablePlatforms keeps the labels whose platform can run here and
-// says why the others cannot.
-func (st *State) availablePlatforms(ctx context.Context, labels []string, stateDir string) (ok, down []string) {
+// says why the others cannot; for a VM platform it records in accel what
+// will run its guests ("kvm" or "tcg: WHY", from its facts, which settle
+// the accelerator once per state directory).
+func (st *State) availablePlatforms(ctx context.Context, labels []string, stateDir string, accel map[string]string) (ok, down []string) {
 	env := platform.Env{AgentBinary: st.Executable, StateDir: stateDir, Log: st.Stderr}
 	for _, l := range labels {
 		f, o, err := st.Platforms.Parse(l)
@@ -371,6 +424,19 @@ func (st *State) availablePlatforms(ctx context.Context, labels []string, stateD
 			continue
 		}
 		err = p.Available(ctx)
+		if err == nil && study.VMPlatform(l) {
+			facts := p.Facts(ctx)
+			switch a := study.Accel(facts); a {
+			case "tcg":
+				why := facts["accel_reason"]
+				if why == "" {
+					why = facts["vm.accel_reason"]
+				}
+				accel[l] = "tcg: " + why
+			default:
+				accel[l] = a
+			}
+		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		p.Close(cctx)
 		cancel()

@@ -286,7 +286,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{- range .Workloads}} · <a href="#{{.ID}}">{{.Label}}</a>{{end}}{{if .Base}} · <a href="#summary">All differences</a>{{end}} · <a href="#environment">Environment</a> · <a href="#noise">Noise warnings</a></nav>
 {{with .Study}}<section id="study"><h2>Study {{.ID}}: {{.Title}}</h2>
 <p class="meta">{{.Citation}}</p>
-<p>Each table and figure of the paper follows, in the paper's shape, with what the paper found beside it and whether this run agrees in direction, with the 95% interval of the ratio that decides it ({{.Scale}} scale: {{.Agrees}} comparisons agree, {{.Disagrees}} disagree, {{.Undecided}} undecided). Disagreement is information, not an error.</p>
+<p>Each table and figure of the paper follows, in the paper's shape, with what the paper found beside it and whether this run agrees in direction, with the 95% interval of the ratio that decides it ({{.Scale}} scale: {{.Agrees}} comparisons agree, {{.Disagrees}} disagree, {{.Undecided}} undecided{{if .NotComparable}}, {{.NotComparable}} not comparable (a side emulated){{end}}). Disagreement is information, not an error.</p>
 {{range .Notes}}<p class="meta">{{.}}</p>
 {{end}}</section>
 {{end -}}

@@ -67,6 +67,9 @@ type Section struct {
 	// and FidelityDetails what differs and why, one line each.
 	Fidelity        string   `json:"fidelity,omitempty"`
 	FidelityDetails []string `json:"fidelity_details,omitempty"`
+	// Marks are said beside a platform label wherever the figure names
+	// it ("emulated (TCG)").
+	Marks map[string]string `json:"marks,omitempty"`
 }
 
 // Panel is one metric of a section with its cells (every platform,
@@ -89,6 +92,9 @@ const (
 	OutcomeAgrees    = "agrees"
 	OutcomeDisagrees = "disagrees"
 	OutcomeUndecided = "undecided"
+	// OutcomeNotComparable: a side ran emulated (not the paper's
+	// hypervisor), so the comparison says nothing of the paper's claim.
+	OutcomeNotComparable = "not comparable"
 )
 
 // FindingLine is one comparison (Outcome set) or a remark (Outcome "").
@@ -108,8 +114,9 @@ type SectionTable struct {
 type StudyHeading struct {
 	ID, Title, Citation, Scale string
 	Notes                      []string
-	// Agrees, Disagrees, Undecided count the comparisons of every section.
-	Agrees, Disagrees, Undecided int
+	// Agrees, Disagrees, Undecided count the comparisons of every section;
+	// NotComparable those with an emulated side.
+	Agrees, Disagrees, Undecided, NotComparable int
 }
 
 // sectionView is a Section as the page template shows it.
@@ -144,7 +151,7 @@ aside.findings h3{margin:6px 0 4px;font-size:14px}
 aside.findings .ftext{margin:6px 0 2px;font-style:italic}
 aside.findings ul{list-style:none;padding-left:0;margin:2px 0 8px}
 aside.findings li{margin:2px 0;padding:2px 6px;border-radius:3px;overflow-wrap:anywhere}
-li.f-agrees{background:#e3f4e1}li.f-disagrees{background:#fbe3e1}li.f-undecided{background:#f3f3f3}li.f-note{color:#555}
+li.f-agrees{background:#e3f4e1}li.f-disagrees{background:#fbe3e1}li.f-undecided{background:#f3f3f3}li.f-notcomparable{background:#fdf1d8}li.f-note{color:#555}
 table.paper-table caption{text-align:left;font-weight:bold;padding:2px 0}
 table.paper-table td:first-child,table.paper-table th:first-child{text-align:left}
 .notrun{color:#8a5a00}
@@ -160,6 +167,8 @@ func outcomeClass(o string) string {
 		return "f-disagrees"
 	case OutcomeUndecided:
 		return "f-undecided"
+	case OutcomeNotComparable:
+		return "f-notcomparable"
 	}
 	return "f-note"
 }
@@ -475,7 +484,14 @@ func sectionLines(s Section, p Panel, cells []Cell, ref *Cell, colours map[strin
 	plotW := float64(chartW - plotLeft - plotRight)
 	var items []legendItem
 	for _, l := range lines {
-		items = append(items, legendItem{l.name, l.colour})
+		name := l.name
+		for j, c := range cells {
+			if names[j] == l.name && s.Marks[c.Label()] != "" {
+				name += " — " + s.Marks[c.Label()]
+				break
+			}
+		}
+		items = append(items, legendItem{name, l.colour})
 	}
 	if ref != nil {
 		items = append(items, legendItem{s.Reference + " (reference)", "#333"})
@@ -564,7 +580,7 @@ func sectionBars(s Section, p Panel, cells []Cell, ref *Cell, colours map[string
 		col := colours[c.Label()]
 		if !seen[c.Label()] {
 			seen[c.Label()] = true
-			legend = append(legend, legendItem{c.Label(), col})
+			legend = append(legend, legendItem{marked(s, c.Label()), col})
 		}
 		v, lo, hi, ok := central(c, s.Central)
 		groups[gi].Bars = append(groups[gi].Bars, bar{Series: c.Label(), Colour: col, Value: v, Low: lo, High: hi, CIValid: ok})
@@ -618,6 +634,15 @@ func sectionBars(s Section, p Panel, cells []Cell, ref *Cell, colours map[string
 	w.legend(legend, pos, float64(plotTop+plotH+50), fmt.Sprintf("bars: %s · whiskers: its 95%% interval", s.Central))
 	w.printf(`</svg>`)
 	return w.b.String()
+}
+
+// marked is a label with its section mark, if any ("qemu — emulated
+// (TCG)").
+func marked(s Section, label string) string {
+	if m := s.Marks[label]; m != "" {
+		return label + " — " + m
+	}
+	return label
 }
 
 // sectionColours extends the page's platform colours to the labels only

@@ -75,6 +75,9 @@ func Checks(f File, cells []report.Cell) []Check {
 					r := stats.Compare(values(b), values(a), paired, a.Better, stats.Options{Seed: 1})
 					c := Check{Experiment: e.ID, Finding: fd.Text, Cell: g.name, Metric: metric, A: pr[0], B: pr[1], Ratio: r, Want: want}
 					c.Outcome = outcome(want, r.Verdict)
+					if f.Study.emulatedLabel(pr[0]) || f.Study.emulatedLabel(pr[1]) {
+						c.Outcome = NotComparable // the emulator, not the paper's hypervisor
+					}
 					out = append(out, c)
 				}
 			}
@@ -83,7 +86,8 @@ func Checks(f File, cells []report.Cell) []Check {
 	return out
 }
 
-// Text says what a check compared and what the interval decided:
+// Text says what a check compared and what the interval decided (and,
+// for an emulated side, that it is not comparable):
 // "cell: A better than B? A/B = r, 95% CI [lo, hi] (metric, higher is
 // better): verdict".
 func (c Check) Text() string {
@@ -96,8 +100,12 @@ func (c Check) Text() string {
 	if r.CIValid {
 		ci = fmt.Sprintf("95%% CI [%.3f, %.3f]", r.CILow, r.CIHigh)
 	}
-	return fmt.Sprintf("%s: %s %s %s? %s/%s = %.3f, %s (%s, %s is better): %s",
+	t := fmt.Sprintf("%s: %s %s %s? %s/%s = %.3f, %s (%s, %s is better): %s",
 		c.Cell, c.A, rel, c.B, c.A, c.B, r.Ratio, ci, c.Metric, r.Better, r.Verdict)
+	if c.Outcome == NotComparable {
+		t += " — " + EmulatedNote
+	}
+	return t
 }
 
 func findingPairs(fd Finding) (pairs [][2]string, want string) {
@@ -230,6 +238,9 @@ func CompareFindings(w io.Writer, f File, cells []report.Cell) {
 		byFinding[c.Experiment+"\x00"+c.Finding] = append(byFinding[c.Experiment+"\x00"+c.Finding], c)
 	}
 	fmt.Fprintf(w, "Study %s against the paper's findings (%s scale)\n", f.Study.ID, f.Study.Scale)
+	for _, l := range f.Study.Emulated() {
+		fmt.Fprintf(w, "%s: %s (%s); its comparisons are not comparable\n", l, EmulatedNote, orDash(f.Study.emulated[l]))
+	}
 	n := map[string]int{}
 	for _, e := range f.Study.Experiments {
 		fmt.Fprintf(w, "\n%s  %s\n", e.ID, e.Title)
@@ -256,7 +267,11 @@ func CompareFindings(w io.Writer, f File, cells []report.Cell) {
 			printScore(w, e, cells, f.Baseline, centralName(f.Study))
 		}
 	}
-	fmt.Fprintf(w, "\n%d comparisons agree with the paper, %d disagree, %d undecided (interval contains 1 or too few repetitions)\n", n[Agrees], n[Disagrees], n[Undecided])
+	fmt.Fprintf(w, "\n%d comparisons agree with the paper, %d disagree, %d undecided (interval contains 1 or too few repetitions)", n[Agrees], n[Disagrees], n[Undecided])
+	if n[NotComparable] > 0 {
+		fmt.Fprintf(w, ", %d not comparable (%s)", n[NotComparable], EmulatedNote)
+	}
+	fmt.Fprintln(w)
 }
 
 func pairPlatforms(pairs [][2]string) []string {

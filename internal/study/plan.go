@@ -35,6 +35,10 @@ type Plan struct {
 	Reps      int // measured repetitions per cell and platform (the cap with auto)
 	Estimate  time.Duration
 	Available []string // pending workloads this binary has after all
+	// Accel says, per VM platform label (VMPlatform), what runs its
+	// guests: "kvm", "tcg: WHY", or "" when the run's KVM probe will
+	// decide (a dry run).
+	Accel map[string]string
 }
 
 // instanceCost is a rough time to create, start and remove one instance.
@@ -172,6 +176,19 @@ func (p Plan) Print(w io.Writer) {
 			sw = "  [sweep " + strings.Join(j.Sweep, ",") + "]"
 		}
 		fmt.Fprintf(w, "  %s:%s  ~%s per repetition%s\n", j.Workload, j.Params, j.PerRep.Round(100*time.Millisecond), sw)
+	}
+	for _, l := range f.Platforms {
+		if !VMPlatform(l) {
+			continue
+		}
+		switch a, ok := p.Accel[l]; {
+		case a == "kvm":
+		case strings.HasPrefix(a, "tcg"):
+			why := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(a, "tcg"), ":"))
+			fmt.Fprintf(w, "%s: %s (%s): its findings will be not comparable\n", l, EmulatedNote, orDash(why))
+		case !ok || a == "":
+			fmt.Fprintf(w, "%s: KVM or TCG is decided when the run starts (a probe boot); under TCG it is %s and its findings not comparable\n", l, EmulatedNote)
+		}
 	}
 	if m := f.Study; m != nil {
 		for _, pl := range m.NotRun() {

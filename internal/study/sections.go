@@ -180,12 +180,17 @@ func Sections(f File, cells []report.Cell, absent map[string]string) (*report.St
 		head.Notes = append(head.Notes, "The paper's baseline: "+m.PaperBaseline)
 	}
 	head.Notes = append(head.Notes, m.Notes...)
+	for _, l := range m.Emulated() {
+		head.Notes = append(head.Notes, fmt.Sprintf("%s: %s (%s); its findings are not comparable", l, EmulatedNote, orDash(m.emulated[l])))
+	}
 	for _, c := range checks {
 		switch c.Outcome {
 		case Agrees:
 			head.Agrees++
 		case Disagrees:
 			head.Disagrees++
+		case NotComparable:
+			head.NotComparable++
 		default:
 			head.Undecided++
 		}
@@ -236,6 +241,15 @@ func Sections(f File, cells []report.Cell, absent map[string]string) (*report.St
 			}
 		}
 		sec.Shape, sec.Param = Shape(e, all)
+		for _, c := range all {
+			if why, ok := m.emulated[c.Label()]; ok && sec.Marks[c.Label()] == "" {
+				if sec.Marks == nil {
+					sec.Marks = map[string]string{}
+				}
+				sec.Marks[c.Label()] = "emulated (TCG)"
+				sec.Notes = append(sec.Notes, fmt.Sprintf("%s: %s (%s)", c.Label(), EmulatedNote, orDash(why)))
+			}
+		}
 		if pinnedBase != "" && (sec.Shape == report.ShapeLinesInstances || sec.Shape == report.ShapeBars) {
 			sec.Reference = pinnedBase // the host run once, against N instances
 		}

@@ -59,7 +59,10 @@ type Meta struct {
 	paperReps string
 	// runOf is the run each platform label ran in, when a study ran as
 	// several (SeparateRuns).
-	runOf     map[string]int
+	runOf map[string]int
+	// emulated are the platform labels that ran under TCG, with why
+	// (MarkEmulated).
+	emulated  map[string]string
 	Platforms []Platform       `yaml:"platforms" json:"platforms"`
 	Scales    map[string]Scale `yaml:"scales,omitempty" json:"scales,omitempty"`
 	// Fidelity holds the ledger items every experiment shares (an
