@@ -1,0 +1,384 @@
+package study
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/isobench/isobench/internal/spec"
+)
+
+// A paper names its tools (sysbench, iperf2, fio, JMeter, postal,
+// Hadoop); where this host has one, a reader reproducing the paper expects
+// that tool's numbers, with the paper's flags. The study files are written
+// with isobench's own workloads (their scales and selectors name those);
+// PaperTools says, per study, which paper's tool stands in for which of
+// them and how their parameters and metrics translate, and WithTools
+// applies it: the paper's tool where the host has it, isobench's own
+// otherwise or when asked (--tools builtin).
+
+// Tool modes: how a study chooses between a paper's tool and isobench's
+// own workload.
+const (
+	// ToolsAuto runs the paper's tool at the paper's and the standard
+	// scale where the host has it, and isobench's own workloads at the
+	// quick scale (whose runs are too short for the tools' own start-up).
+	ToolsAuto = "auto"
+	// ToolsPaper runs the paper's tool wherever the host has it, at
+	// every scale.
+	ToolsPaper = "paper"
+	// ToolsBuiltin runs isobench's own workloads only.
+	ToolsBuiltin = "builtin"
+)
+
+// ToolModes are the accepted values of --tools.
+var ToolModes = []string{ToolsAuto, ToolsPaper, ToolsBuiltin}
+
+// PaperTool is one paper's tool standing in for one of isobench's
+// workloads in one study.
+type PaperTool struct {
+	Study string
+	// Builtin selects the file's entries the tool replaces (a workload
+	// name and the parameter values it requires,
+	// "tcp-stream:server=instance,client=instance").
+	Builtin string
+	// Tool is the workload that runs the paper's tool.
+	Tool string
+	// Keep are the builtin's parameters passed on as they are, Rename
+	// those passed on under another name, Set the tool's parameters the
+	// paper fixes. The parameters Builtin selects on are dropped. An
+	// entry with any other parameter keeps isobench's workload (the tool
+	// cannot express it).
+	Keep   []string
+	Rename map[string]string
+	Set    map[string]string
+	// Metrics renames the builtin's metrics where the tool's differ.
+	Metrics map[string]string
+	// Binaries are the host's executables the tool needs (the tools
+	// image profile copies them into instances; host-side clients run
+	// them on the host).
+	Binaries []string
+	// Images are the image profiles whose instances carry the tool; the
+	// first is set when the file names none. Empty: the tool runs on the
+	// host (a client), whatever the instances run.
+	Images []string
+	// Name is the tool as a report names it ("sysbench 1.0.20").
+	Name string
+	// Here is the tool's ledger item's verdict with it ("same", or
+	// "differs: WHY" when even the tool differs from the paper's, e.g. its
+	// version), and Params, when set, the experiments' params item with
+	// it (the paper's flags the builtin could not take).
+	Here   string
+	Params *Item
+}
+
+// PaperTools are the paper's tools this binary can run, per study.
+var PaperTools = []PaperTool{
+	{
+		Study: "000", Builtin: "cpu", Tool: "tool:sysbench-cpu",
+		Keep: []string{"threads", "max-prime", "duration"}, Binaries: []string{"sysbench"}, Images: []string{"tools", "debian"},
+		Name: "sysbench 1.0 (the host's, in the tools image)", Here: Same,
+	},
+	{
+		Study: "000", Builtin: "memory", Tool: "tool:sysbench-memory",
+		Keep: []string{"threads", "block-size", "total-size", "oper", "access", "duration"}, Binaries: []string{"sysbench"}, Images: []string{"tools", "debian"},
+		Name: "sysbench 1.0 (the host's, in the tools image)", Here: Same,
+	},
+	{
+		Study: "000", Builtin: "tcp-stream:server=instance,client=instance", Tool: "tool:iperf2",
+		Keep: []string{"duration"}, Set: map[string]string{"window": "64k"}, Binaries: []string{"iperf"}, Images: []string{"tools"},
+		Name: "iperf 2.1 (the host's, in the tools image; one server instance, N client instances, -w 64K)", Here: Same,
+		Params: &Item{Paper: "TCP with iperf's defaults: a 64 KByte window (section 7.2.4)", Here: Same},
+	},
+}
+
+// HostHas reports whether the host has an executable: on PATH or in the
+// usual binary directories (postal lives in /usr/sbin, which a user's PATH
+// may lack).
+func HostHas(bin string) bool {
+	if _, err := exec.LookPath(bin); err == nil {
+		return true
+	}
+	for _, dir := range []string{"/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin", "/sbin"} {
+		if st, err := os.Stat(filepath.Join(dir, bin)); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ToolsFor are the paper's tools of study id.
+func ToolsFor(id string) []PaperTool {
+	var out []PaperTool
+	for _, t := range PaperTools {
+		if t.Study == id {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// usesPaperTools reports whether mode runs the paper's tools at scale.
+func usesPaperTools(mode, scale string) (bool, error) {
+	switch mode {
+	case ToolsBuiltin:
+		return false, nil
+	case ToolsPaper:
+		return true, nil
+	case ToolsAuto, "":
+		return scale == "" || scale == ScalePaper || scale == "standard", nil
+	}
+	return false, fmt.Errorf("--tools %q: want %s", mode, strings.Join(ToolModes, ", "))
+}
+
+// WithTools returns the study with the paper's tools in place of
+// isobench's workloads as mode says (ToolModes), where has (HostHas)
+// finds their executables and the file's image carries them. Notes say,
+// per tool, what runs and, when isobench's own runs instead, why. A file
+// without a study (or a study with no paper's tool) is returned as it is.
+func (f File) WithTools(mode string, has func(bin string) bool) (File, []string, error) {
+	if f.Study == nil {
+		if _, err := usesPaperTools(mode, ""); err != nil {
+			return File{}, nil, err
+		}
+		return f, nil, nil
+	}
+	use, err := usesPaperTools(mode, f.Study.Scale)
+	if err != nil {
+		return File{}, nil, err
+	}
+	tools := ToolsFor(f.Study.ID)
+	if len(tools) == 0 {
+		return f, nil, nil
+	}
+	if !use {
+		why := "--tools builtin"
+		if mode != ToolsBuiltin {
+			why = fmt.Sprintf("the %s scale runs them; --tools paper runs the paper's tools", f.Study.Scale)
+		}
+		return f, []string{"isobench's own workloads run in place of the paper's tools (" + why + ")"}, nil
+	}
+	out := f.clone()
+	out.Study.Experiments = slices.Clone(f.Study.Experiments)
+	var notes []string
+	for _, t := range tools {
+		if missing := slices.DeleteFunc(slices.Clone(t.Binaries), has); len(missing) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: isobench's %s runs: %s is not on this host", t.Name, builtinName(t), strings.Join(missing, ", ")))
+			continue
+		}
+		img := out.Image
+		if len(t.Images) > 0 && !slices.Contains(t.Images, img) {
+			if img != "" && img != "minimal" {
+				notes = append(notes, fmt.Sprintf("%s: isobench's %s runs: the %s image does not carry it", t.Name, builtinName(t), img))
+				continue
+			}
+			img = t.Images[0]
+		}
+		n, err := out.swap(t)
+		if err != nil {
+			return File{}, nil, err
+		}
+		if n == 0 {
+			continue
+		}
+		out.Image = img
+		notes = append(notes, fmt.Sprintf("%s runs in place of isobench's %s", t.Name, builtinName(t)))
+	}
+	return out, notes, nil
+}
+
+func builtinName(t PaperTool) string {
+	sel, _ := spec.Parse(t.Builtin)
+	return sel.Name
+}
+
+// translate turns a builtin entry's (or selector's) parameters into the
+// tool's; ok is false when a parameter has no translation. set adds the
+// paper's fixed values (entries, not selectors).
+func (t PaperTool) translate(params map[string]string, set bool) (map[string]string, bool) {
+	sel, _ := spec.Parse(t.Builtin)
+	out := map[string]string{}
+	for k, v := range params {
+		switch {
+		case slices.Contains(t.Keep, k):
+			out[k] = v
+		case t.Rename[k] != "":
+			out[t.Rename[k]] = v
+		case sel.Params[k] != "":
+			// selected on (server=instance): the tool is that layout
+		default:
+			return nil, false
+		}
+	}
+	if set {
+		maps.Copy(out, t.Set)
+	}
+	return out, true
+}
+
+func (t PaperTool) metric(m string) string {
+	if r := t.Metrics[m]; r != "" {
+		return r
+	}
+	return m
+}
+
+// swap replaces the entries t.Builtin selects by t.Tool, and the
+// experiments, score rows and findings that select them; it returns how
+// many entries it replaced.
+func (f *File) swap(t PaperTool) (int, error) {
+	sel, err := spec.Parse(t.Builtin)
+	if err != nil {
+		return 0, fmt.Errorf("paper tool %s: %w", t.Tool, err)
+	}
+	n := 0
+	for i, w := range f.Workloads {
+		sp, err := spec.Parse(w)
+		if err != nil || !Selects(sel, sp.Name, sp.Params) {
+			continue
+		}
+		p, ok := t.translate(sp.Params, true)
+		if !ok {
+			continue // a parameter the tool cannot take: isobench's own runs
+		}
+		f.Workloads[i] = spec.Spec{Name: t.Tool, Params: p}.String()
+		n++
+	}
+	if n == 0 || f.Study == nil {
+		return n, nil
+	}
+	for i, e := range f.Study.Experiments {
+		es, err := spec.Parse(e.Workload)
+		if e.Workload == "" || err != nil || es.Name != sel.Name {
+			continue
+		}
+		p, ok := t.translate(es.Params, false)
+		if !ok {
+			continue
+		}
+		// The experiment must select what was swapped (not an entry that
+		// kept the builtin).
+		ns := spec.Spec{Name: t.Tool, Params: p}
+		if !f.selectsAny(ns) {
+			continue
+		}
+		e.Workload = ns.String()
+		e.Metric = t.metric(e.Metric)
+		if e.Metrics != nil {
+			e.Metrics = slices.Clone(e.Metrics)
+			for j, m := range e.Metrics {
+				e.Metrics[j] = t.metric(m)
+			}
+		}
+		if e.Findings != nil {
+			e.Findings = slices.Clone(e.Findings)
+			for j, fd := range e.Findings {
+				if fd.Metric != "" {
+					fd.Metric = t.metric(fd.Metric)
+				}
+				if fd.Params != "" {
+					if fp, err := spec.Parse(sel.Name + ":" + fd.Params); err == nil {
+						if q, ok := t.translate(fp.Params, false); ok {
+							fd.Params = spec.Canonical(q)
+						}
+					}
+				}
+				e.Findings[j] = fd
+			}
+		}
+		e.Fidelity = t.ledger(f.Study, e)
+		f.Study.Experiments[i] = e
+	}
+	f.swapScales(t, sel)
+	for i, e := range f.Study.Experiments {
+		if e.Score == nil {
+			continue
+		}
+		sc := *e.Score
+		sc.Rows = maps.Clone(e.Score.Rows)
+		for name, row := range sc.Rows {
+			rs, err := spec.Parse(row.Workload)
+			if err != nil || rs.Name != sel.Name {
+				continue
+			}
+			p, ok := t.translate(rs.Params, false)
+			if !ok || !f.selectsAny(spec.Spec{Name: t.Tool, Params: p}) {
+				continue
+			}
+			row.Workload = spec.Spec{Name: t.Tool, Params: p}.String()
+			row.Metrics = slices.Clone(row.Metrics)
+			for j, m := range row.Metrics {
+				row.Metrics[j] = t.metric(m)
+			}
+			sc.Rows[name] = row
+		}
+		f.Study.Experiments[i].Score = &sc
+	}
+	return n, nil
+}
+
+// ledger is experiment e's ledger with the paper's tool: its tool item
+// says what runs (the paper's words kept), and its params item is t's
+// where the tool takes flags isobench's own could not.
+func (t PaperTool) ledger(m *Meta, e Experiment) *Fidelity {
+	if !m.HasLedger() {
+		return e.Fidelity
+	}
+	var fd Fidelity
+	if e.Fidelity != nil {
+		fd = *e.Fidelity
+	}
+	paper := t.Name
+	if it, ok := m.Ledger(e, "").Get("tool"); ok {
+		paper = it.Paper
+	}
+	fd.Tool = &Item{Paper: paper, Here: t.Here}
+	if t.Params != nil {
+		p := *t.Params
+		fd.Params = &p
+	}
+	return &fd
+}
+
+// swapScales renames the scales' keys that select swapped entries, so a
+// scale still shortens the tool's runs and the ledger still says so: the
+// key and its values translated, the builtin's key kept while an entry of
+// the builtin remains.
+func (f *File) swapScales(t PaperTool, sel spec.Spec) {
+	if len(f.Study.Scales) == 0 {
+		return
+	}
+	scales := make(map[string]Scale, len(f.Study.Scales))
+	for name, sc := range f.Study.Scales {
+		if len(sc.Params) > 0 {
+			params := map[string]string{}
+			for k, kv := range sc.Params {
+				ks, err := spec.Parse(k)
+				if err != nil || ks.Name != sel.Name {
+					params[k] = kv
+					continue
+				}
+				kp, ok1 := t.translate(ks.Params, false)
+				over, err := spec.Parse(ks.Name + ":" + kv)
+				var vp map[string]string
+				ok2 := err == nil
+				if ok2 {
+					vp, ok2 = t.translate(over.Params, false)
+				}
+				if ok1 && ok2 && len(vp) > 0 {
+					params[spec.Spec{Name: t.Tool, Params: kp}.String()] = spec.Canonical(vp)
+				}
+				if f.selectsAny(ks) || !ok1 || !ok2 {
+					params[k] = kv
+				}
+			}
+			sc.Params = params
+		}
+		scales[name] = sc
+	}
+	f.Study.Scales = scales
+}

@@ -1,0 +1,182 @@
+package study
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/isobench/isobench/internal/builtin"
+	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/workload"
+)
+
+func hasAll(string) bool  { return true }
+func hasNone(string) bool { return false }
+
+func experiment(t *testing.T, f File, id string) Experiment {
+	t.Helper()
+	for _, e := range f.Study.Experiments {
+		if e.ID == id {
+			return e
+		}
+	}
+	t.Fatalf("study %s has no experiment %s", f.Study.ID, id)
+	return Experiment{}
+}
+
+func withTools(t *testing.T, id, scale, mode string, has func(string) bool) (File, []string) {
+	t.Helper()
+	f, err := Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := f.AtScale(scale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, notes, err := g.WithTools(mode, has)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Check(); err != nil {
+		t.Fatalf("%s %s --tools %s: the swapped file does not check: %v", id, scale, mode, err)
+	}
+	if _, err := NewPlan(h, builtin.Workloads()); err != nil {
+		t.Fatalf("%s %s --tools %s: %v", id, scale, mode, err)
+	}
+	return h, notes
+}
+
+// TestStudy000RunsSysbenchAndIperf2: at the paper's scale, where the host
+// has them, figures 3 and 4 run sysbench with the paper's flags in every
+// instance, figure 7 iperf 2 with one server, N clients and a 64 KByte
+// window; the tools image carries them, and the ledger says the tool (and
+// figure 7's window) is now the paper's.
+func TestStudy000RunsSysbenchAndIperf2(t *testing.T) {
+	f, notes := withTools(t, "000", ScalePaper, ToolsAuto, hasAll)
+	want := []string{
+		"tool:sysbench-cpu:duration=10s,max-prime=10000,threads=8",
+		"tool:sysbench-memory:block-size=1k,duration=10s,threads=8",
+		"blockio:mode=ionugget",
+		"tool:iperf2:duration=10s,window=64k",
+		"startup",
+	}
+	if !slices.Equal(f.Workloads, want) {
+		t.Errorf("workloads\n%q\nwant\n%q", f.Workloads, want)
+	}
+	if f.Image != "tools" {
+		t.Errorf("image %q, want tools", f.Image)
+	}
+	for id, w := range map[string]string{"fig3": "tool:sysbench-cpu", "fig4": "tool:sysbench-memory", "fig7": "tool:iperf2", "fig5": "blockio"} {
+		e := experiment(t, f, id)
+		if e.Workload != w {
+			t.Errorf("%s selects %q, want %q", id, e.Workload, w)
+		}
+		tool, _ := f.Study.Ledger(e, f.Reps).Get("tool")
+		if (w != "blockio") != tool.IsSame() {
+			t.Errorf("%s: ledger tool %+v", id, tool)
+		}
+	}
+	if e := experiment(t, f, "fig7"); e.Metric != "throughput" {
+		t.Errorf("fig7 metric %q", e.Metric)
+	}
+	params, _ := f.Study.Ledger(experiment(t, f, "fig7"), f.Reps).Get("params")
+	if !params.IsSame() {
+		t.Errorf("fig7 with iperf's -w 64K: params %+v", params)
+	}
+	if len(notes) != 3 || !strings.Contains(strings.Join(notes, "\n"), "iperf 2.1") {
+		t.Errorf("notes %q", notes)
+	}
+	// The paper's file is untouched.
+	orig, _ := Load("000")
+	if orig.Workloads[0] != "cpu:threads=8,max-prime=10000,duration=10s" || orig.Image != "" {
+		t.Errorf("WithTools changed the loaded file: %q %q", orig.Workloads, orig.Image)
+	}
+}
+
+// TestToolsBuiltinAndMissing: --tools builtin, a host without the tools
+// and the quick scale (under auto) keep isobench's own workloads, saying
+// why.
+func TestToolsBuiltinAndMissing(t *testing.T) {
+	orig, _ := Load("000")
+	for _, c := range []struct {
+		scale, mode string
+		has         func(string) bool
+		note        string
+	}{
+		{ScalePaper, ToolsBuiltin, hasAll, "--tools builtin"},
+		{ScaleQuick, ToolsAuto, hasAll, "the quick scale runs them; --tools paper"},
+		{ScalePaper, ToolsAuto, hasNone, "sysbench is not on this host"},
+	} {
+		f, notes := withTools(t, "000", c.scale, c.mode, c.has)
+		for _, w := range f.Workloads {
+			if strings.HasPrefix(w, "tool:") {
+				t.Errorf("%s --tools %s: %s runs", c.scale, c.mode, w)
+			}
+		}
+		if len(f.Workloads) != len(orig.Workloads) || f.Image != "" {
+			t.Errorf("%s --tools %s: workloads %q image %q", c.scale, c.mode, f.Workloads, f.Image)
+		}
+		if !strings.Contains(strings.Join(notes, "\n"), c.note) {
+			t.Errorf("%s --tools %s: notes %q, want %q", c.scale, c.mode, notes, c.note)
+		}
+	}
+	if _, _, err := orig.WithTools("bogus", hasAll); err == nil || !strings.Contains(err.Error(), "want auto, paper, builtin") {
+		t.Errorf("--tools bogus: %v", err)
+	}
+}
+
+// TestToolsAtQuickScale: --tools paper at the quick scale runs the tools
+// with the scale's shorter runs, and the ledger says the scale changed
+// their parameters.
+func TestToolsAtQuickScale(t *testing.T) {
+	f, _ := withTools(t, "000", ScaleQuick, ToolsPaper, hasAll)
+	for _, w := range []string{"tool:sysbench-cpu:duration=1s,max-prime=10000,threads=8", "tool:iperf2:duration=1s,window=64k"} {
+		if !slices.Contains(f.Workloads, w) {
+			t.Errorf("no %s in %q", w, f.Workloads)
+		}
+	}
+	params, _ := f.Study.Ledger(experiment(t, f, "fig3"), f.Reps).Get("params")
+	if params.IsSame() || !strings.Contains(params.Here, "duration=1s") {
+		t.Errorf("fig3 at quick: params %+v", params)
+	}
+}
+
+// TestPaperToolsResolve: every paper's tool is a registered workload that
+// takes the parameters it is given, for every entry it replaces in its
+// study at every scale.
+func TestPaperToolsResolve(t *testing.T) {
+	reg := builtin.Workloads()
+	for _, pt := range PaperTools {
+		if _, err := reg.Lookup(pt.Tool); err != nil {
+			t.Errorf("%s: %v", pt.Tool, err)
+		}
+		if pt.Name == "" || (pt.Here != Same && !strings.HasPrefix(pt.Here, "differs: ")) {
+			t.Errorf("%s: name %q, here %q", pt.Tool, pt.Name, pt.Here)
+		}
+	}
+	for _, id := range IDs() {
+		for _, scale := range []string{ScalePaper, ScaleQuick} {
+			f, _ := withTools(t, id, scale, ToolsPaper, hasAll)
+			for _, w := range f.Workloads {
+				sp, err := spec.Parse(w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				vs, err := workload.Expand(sp.Params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := reg.Lookup(sp.Name)
+				if err != nil {
+					t.Fatalf("%s %s: %v", id, scale, err)
+				}
+				for _, v := range vs {
+					if _, err := d.Resolve(v.Raw); err != nil {
+						t.Errorf("%s %s: %s: %v", id, scale, w, err)
+					}
+				}
+			}
+		}
+	}
+}
