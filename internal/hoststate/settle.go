@@ -192,13 +192,6 @@ func (st *Settler) Settle(ctx context.Context) (State, error) {
 	if err != nil && len(s.Procs) == 0 && s.TimeWait < 0 {
 		return out, err
 	}
-	if s.DirtyKB+s.WritebackKB >= o.SyncAbove {
-		if synced, err := st.sync(ctx); err != nil {
-			return out, err
-		} else if !synced {
-			out.Undrained = append(out.Undrained, fmt.Sprintf("dirty pages: sync did not finish within %v", o.SyncWait))
-		}
-	}
 	// TIME_WAIT: only when the previous repetition left more of them
 	// than it found (its own, as far as the host can tell), down to the
 	// level it started from, and never past the moment all of its own
@@ -230,6 +223,15 @@ func (st *Settler) Settle(ctx context.Context) (State, error) {
 		}
 		if s, err = o.read(false); err != nil && len(s.Procs) == 0 && s.TimeWait < 0 {
 			return out, err
+		}
+	}
+	// dirty pages last, right before the repetition: whatever was
+	// written while the sockets expired is on disk too
+	if s.DirtyKB+s.WritebackKB >= o.SyncAbove {
+		if synced, err := st.sync(ctx); err != nil {
+			return out, err
+		} else if !synced {
+			out.Undrained = append(out.Undrained, fmt.Sprintf("dirty pages: sync did not finish within %v", o.SyncWait))
 		}
 	}
 	full, err := o.read(true)

@@ -209,6 +209,18 @@ func TestSettleSyncsDirtyPages(t *testing.T) {
 	if h.syncs != 1 {
 		t.Errorf("synced %d times for 1 GiB of dirty pages", h.syncs)
 	}
+	// pages dirtied while the sockets of the repetition before expire
+	// are written back too: the sync comes last
+	h.dirty = 0
+	h.rep(s, time.Second, 5000)
+	h.onWait = func(h *fakeHost) { h.tw, h.dirty = 0, 1<<20 }
+	if _, err := s.Settle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if h.waits == 0 || h.syncs != 2 {
+		t.Errorf("after %d waits, synced %d times, want the second sync after them", h.waits, h.syncs)
+	}
+	h.onWait = nil
 	h.syncHang = true
 	st, err := s.Settle(t.Context())
 	close(h.hang)
