@@ -19,7 +19,7 @@ import (
 	"github.com/isobench/isobench/internal/study"
 )
 
-const studySynopsis = `study list | show ID [--scale paper|quick] | fidelity [ID] [--scale S] | run ID [--scale quick|paper] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]
+const studySynopsis = `study list | show ID [--scale standard|quick|paper] | fidelity [ID] [--scale S] | run ID [--scale standard|quick|paper] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]
 
 The five studies isobench reproduces, built in as study files ('isobench study show ID > s.yaml'
 gives one to edit and run with 'isobench run s.yaml'). 'study fidelity' prints each experiment's
@@ -49,7 +49,7 @@ func cmdStudy(ctx context.Context, st *State, args []string) error {
 // studyFidelity prints the fidelity ledger of one study, or of every
 // study and then the count over all of them.
 func studyFidelity(st *State, args []string) error {
-	fs := newFlags(st, "study fidelity", "study fidelity [ID] [--scale paper|quick]")
+	fs := newFlags(st, "study fidelity", "study fidelity [ID] [--scale paper|standard|quick]")
 	scale := fs.String("scale", study.ScalePaper, "the scale whose ledger to print (a scale's shorter runs and fewer repetitions are choices that differ)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -135,8 +135,8 @@ func studyFile(id, scale string) (study.File, error) {
 }
 
 func studyShow(st *State, args []string) error {
-	fs := newFlags(st, "study show", "study show ID [--scale paper|quick]")
-	scale := fs.String("scale", study.ScalePaper, "paper (the paper's parameters) or quick (every cell, shorter)")
+	fs := newFlags(st, "study show", "study show ID [--scale standard|quick|paper]")
+	scale := fs.String("scale", study.DefaultScale, "standard (every cell, enough repetitions for verdicts, under an hour), quick (every cell, ~10 min, trends only) or paper (the paper's parameters)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -163,8 +163,8 @@ func studyShow(st *State, args []string) error {
 }
 
 func studyRun(ctx context.Context, st *State, args []string) error {
-	fs := newFlags(st, "study run", "study run ID [--scale quick|paper] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]")
-	scale := fs.String("scale", study.ScaleQuick, "quick (every cell, shorter runs, ~10 min on 2 cores) or paper (the paper's parameters)")
+	fs := newFlags(st, "study run", "study run ID [--scale standard|quick|paper] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]")
+	scale := fs.String("scale", study.DefaultScale, "standard (every cell, enough repetitions for verdicts, under an hour on 2 cores), quick (every cell, ~10 min, trends only) or paper (the paper's parameters)")
 	db := fs.String("db", "", "result store (default study-ID.db)")
 	out := fs.String("o", "", "also write the HTML report to this file")
 	var only multi

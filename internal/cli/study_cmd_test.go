@@ -17,7 +17,7 @@ import (
 // 'isobench run FILE' reads and plans, with the same matrix.
 func TestStudyShowRoundTrips(t *testing.T) {
 	for _, id := range study.IDs() {
-		for _, scale := range []string{study.ScalePaper, study.ScaleQuick} {
+		for _, scale := range []string{study.ScalePaper, study.ScaleQuick, study.DefaultScale} {
 			st, out, errb := newTestState(t)
 			if code := Main(context.Background(), st, []string{"study", "show", id, "--scale", scale}); code != 0 {
 				t.Fatalf("show %s %s: exit %d: %s", id, scale, code, errb)
@@ -61,7 +61,7 @@ func TestStudyListAndPlan(t *testing.T) {
 		t.Fatalf("list:\n%s", out)
 	}
 	out.Reset()
-	if code := Main(context.Background(), st, []string{"study", "run", "004", "--dry-run"}); code != 0 {
+	if code := Main(context.Background(), st, []string{"study", "run", "004", "--dry-run", "--scale", "quick"}); code != 0 {
 		t.Fatalf("dry run: exit %d: %s", code, errb)
 	}
 	for _, s := range []string{"study 004 (quick scale)", "13 workload cells", "× 4 platforms × 3 repetitions = 156 runs", "[sweep threads]", "server=apache,size=4k,tool=ab,users=8000  ~", "[sweep users]", "  ftp:", "  smtp:", "not run here: a separate client machine"} {
@@ -91,7 +91,7 @@ func TestStudyRunQuickEndToEnd(t *testing.T) {
 	st, out, errb := newTestState(t)
 	dir := t.TempDir()
 	db, html := filepath.Join(dir, "s.db"), filepath.Join(dir, "r.html")
-	code := Main(context.Background(), st, []string{"study", "run", "004", "--platform", "native", "--platform", "docker:network=nat", "--reps", "2", "--db", db, "-o", html, "--quiet"})
+	code := Main(context.Background(), st, []string{"study", "run", "004", "--scale", "quick", "--platform", "native", "--platform", "docker:network=nat", "--reps", "2", "--db", db, "-o", html, "--quiet"})
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
 	}
@@ -160,6 +160,33 @@ func TestStudyPlansThePapersWay(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestStudyDefaultsToTheStandardScale: show and run default to the
+// standard scale, whose plan says it gives verdicts; quick says which
+// scale does.
+func TestStudyDefaultsToTheStandardScale(t *testing.T) {
+	st, out, errb := newTestState(t)
+	if code := Main(context.Background(), st, []string{"study", "show", "001"}); code != 0 {
+		t.Fatalf("show: exit %d: %s", code, errb)
+	}
+	if !strings.Contains(out.String(), "# isobench study 001 at standard scale") || !strings.Contains(out.String(), "\n  scale: standard\n") {
+		t.Errorf("show's default scale:\n%.400s", out)
+	}
+	out.Reset()
+	if code := Main(context.Background(), st, []string{"study", "run", "001", "--dry-run"}); code != 0 {
+		t.Fatalf("dry run: exit %d: %s", code, errb)
+	}
+	if !strings.Contains(out.String(), "study 001 (standard scale)") || !strings.Contains(out.String(), "\nverdicts: this standard scale gives them") {
+		t.Errorf("run's default scale:\n%s", out)
+	}
+	out.Reset()
+	if code := Main(context.Background(), st, []string{"study", "run", "001", "--dry-run", "--scale", "quick"}); code != 0 {
+		t.Fatalf("dry run: exit %d: %s", code, errb)
+	}
+	if !strings.Contains(out.String(), "\nverdicts: none at this quick scale (3 repetitions, fewer than 5: trends only); for verdicts run --scale standard\n") {
+		t.Errorf("quick's verdict line:\n%s", out)
 	}
 }
 

@@ -1,6 +1,7 @@
 package study
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -53,6 +54,22 @@ var instanceCost = map[string]time.Duration{
 // instance's start.
 const systemBoot = 4 * time.Second
 
+// ownImage are the workloads that choose an image with no init system
+// for their instances (spark's): a system container (init=system) refuses
+// them at once, so their cells there cost nothing and give nothing.
+var ownImage = map[string]string{"spark": "spark", "spark-cluster": "spark"}
+
+// refuses reports whether platform label pl refuses workload name at
+// once, and why.
+func refuses(pl, name string) (string, bool) {
+	_, opts, _ := strings.Cut(pl, ":")
+	img, ok := ownImage[name]
+	if !ok || !slices.Contains(strings.Split(opts, ","), "init=system") {
+		return "", false
+	}
+	return fmt.Sprintf("a system container (init=system) cannot boot the %s image %s uses (it has no init system): those cells fail at once", img, name), true
+}
+
 // platformCost is a one-off cost of a platform in a run: docker-in-vm
 // boots its VM (minutes under TCG; an 8 GB VM took 1.5 to 4.7 min here).
 var platformCost = map[string]time.Duration{"docker-in-vm": 3 * time.Minute}
@@ -68,7 +85,10 @@ func NewPlan(f File, reg workload.Registry) (Plan, error) {
 	switch {
 	case f.Reps == "":
 	case f.Reps == "auto":
-		reps = 30
+		reps = 30 // the run's default cap
+		if f.RepsCap > 0 {
+			reps = f.RepsCap
+		}
 	default:
 		n, err := strconv.Atoi(f.Reps)
 		if err != nil || n < 1 {
@@ -113,6 +133,9 @@ func NewPlan(f File, reg workload.Registry) (Plan, error) {
 				work = time.Duration(float64(work) * float64(n) / cores)
 			}
 			for _, pl := range f.Platforms {
+				if _, no := refuses(pl, j.Workload); no {
+					continue
+				}
 				name, opts, _ := strings.Cut(pl, ":")
 				c, ok := instanceCost[name]
 				if !ok {
@@ -169,13 +192,37 @@ func (p Plan) Print(w io.Writer) {
 	if f.Warmup > 0 {
 		fmt.Fprintf(w, " (+%d warm-up)", f.Warmup)
 	}
+	if f.Reps == "auto" {
+		fmt.Fprintf(w, " (reps auto: at least %d, at most %d; the estimate is for %d)", MinVerdictReps, p.Reps, p.Reps)
+	}
 	fmt.Fprintf(w, " = %d runs, about %s\n", p.Runs, roundEstimate(p.Estimate))
+	if m := f.Study; m != nil {
+		scale := cmp.Or(m.Scale, ScalePaper)
+		vs := f.VerdictScales()
+		switch {
+		case givesVerdicts(f.Reps):
+			fmt.Fprintf(w, "verdicts: this %s scale gives them (at least %d repetitions per side); scales that do: %s\n", scale, MinVerdictReps, strings.Join(vs, ", "))
+		case len(vs) > 0:
+			fmt.Fprintf(w, "verdicts: none at this %s scale (%s repetitions, fewer than %d: trends only); for verdicts run --scale %s\n", scale, f.Reps, MinVerdictReps, strings.Join(vs, " or --scale "))
+		default:
+			fmt.Fprintf(w, "verdicts: none at this %s scale (%s repetitions, fewer than %d); run --reps %d or more\n", scale, f.Reps, MinVerdictReps, MinVerdictReps)
+		}
+	}
 	for _, j := range p.Jobs {
 		sw := ""
 		if len(j.Sweep) > 0 {
 			sw = "  [sweep " + strings.Join(j.Sweep, ",") + "]"
 		}
 		fmt.Fprintf(w, "  %s:%s  ~%s per repetition%s\n", j.Workload, j.Params, j.PerRep.Round(100*time.Millisecond), sw)
+	}
+	said := map[string]bool{}
+	for _, j := range p.Jobs {
+		for _, l := range f.Platforms {
+			if why, no := refuses(l, j.Workload); no && !said[l+j.Workload] {
+				said[l+j.Workload] = true
+				fmt.Fprintf(w, "%s: %s\n", l, why)
+			}
+		}
 	}
 	for _, l := range f.Platforms {
 		if !VMPlatform(l) {

@@ -17,6 +17,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -34,6 +35,9 @@ type File struct {
 	Workloads []string `yaml:"workloads"`
 	Instances []int    `yaml:"instances,flow"`
 	Reps      string   `yaml:"reps"`
+	// RepsCap is the most repetitions with reps: auto (which stops a cell
+	// once its medians are precise, after at least 5).
+	RepsCap int `yaml:"reps_cap,omitempty"`
 	Warmup    int      `yaml:"warmup,omitempty"`
 	Baseline  string   `yaml:"baseline,omitempty"`
 	Image     string   `yaml:"image,omitempty"`
@@ -90,6 +94,8 @@ type Platform struct {
 // repetitions change; it may leave out some platforms (Drop).
 type Scale struct {
 	Reps string `yaml:"reps,omitempty" json:"reps,omitempty"`
+	// RepsCap bounds reps: auto at this scale.
+	RepsCap int `yaml:"reps_cap,omitempty" json:"reps_cap,omitempty"`
 	// Drop are platform labels this scale leaves out (its note says why);
 	// every cell of the others stays.
 	Drop   []string `yaml:"drop,omitempty,flow" json:"drop,omitempty"`
@@ -172,11 +178,56 @@ type Finding struct {
 	Same []string `yaml:"same,omitempty,flow" json:"same,omitempty"`
 }
 
-// Scales every study has: paper is the file as written.
+// Scales every study has: paper is the file as written; quick runs every
+// cell in about ten minutes, for trends; DefaultScale, "standard", runs
+// every cell with enough repetitions for verdicts, in well under an hour
+// (the default of 'study show' and 'study run').
 const (
-	ScalePaper = "paper"
-	ScaleQuick = "quick"
+	ScalePaper   = "paper"
+	ScaleQuick   = "quick"
+	DefaultScale = "standard"
 )
+
+// MinVerdictReps is the fewest repetitions per side that give a verdict
+// (stats.MinVerdict; reps: auto never stops below it).
+const MinVerdictReps = 5
+
+// givesVerdicts reports whether repetitions (a number or auto) are enough
+// for a verdict.
+func givesVerdicts(reps string) bool {
+	if reps == "auto" {
+		return true
+	}
+	n, err := strconv.Atoi(reps)
+	return err == nil && n >= MinVerdictReps
+}
+
+// VerdictScales are the scales of the study (paper first, then the
+// others by name) whose repetitions give verdicts.
+func (f File) VerdictScales() []string {
+	var out []string
+	if f.Study == nil {
+		return nil
+	}
+	paper := f.Study.paperReps
+	if f.Study.Scale == "" || f.Study.Scale == ScalePaper {
+		paper = f.Reps
+	}
+	if givesVerdicts(paper) {
+		out = append(out, ScalePaper)
+	}
+	names := slices.Sorted(maps.Keys(f.Study.Scales))
+	for _, n := range names {
+		r := f.Study.Scales[n].Reps
+		if r == "" {
+			r = paper
+		}
+		if givesVerdicts(r) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // IDs lists the built-in studies, sorted.
 func IDs() []string {
@@ -370,6 +421,9 @@ func (f File) AtScale(scale string) (File, error) {
 	}
 	if sc.Reps != "" {
 		out.Reps = sc.Reps
+	}
+	if sc.RepsCap != 0 {
+		out.RepsCap = sc.RepsCap
 	}
 	if sc.Warmup != nil {
 		out.Warmup = *sc.Warmup

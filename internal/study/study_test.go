@@ -33,7 +33,7 @@ func TestEveryBuiltInStudyParsesAndPlans(t *testing.T) {
 				t.Errorf("%s: platform %s: %v", id, p, err)
 			}
 		}
-		for _, scale := range []string{ScalePaper, ScaleQuick} {
+		for _, scale := range []string{ScalePaper, ScaleQuick, DefaultScale} {
 			g, err := f.AtScale(scale)
 			if err != nil {
 				t.Fatalf("%s %s: %v", id, scale, err)
@@ -317,5 +317,43 @@ func TestRunGroupsAndUnpairedAcrossRuns(t *testing.T) {
 	pf.Study.SeparateRuns([]RunGroup{{Platforms: []string{"a"}}, {Platforms: []string{"b"}}})
 	if c := Checks(pf, cells); len(c) != 1 || c[0].Outcome != Undecided {
 		t.Fatalf("across runs: %+v", c)
+	}
+}
+
+// The standard scale runs every cell of every study with enough
+// repetitions for a verdict (at least 5 per side, or auto, which never
+// stops below 5) and shortened runs, in under an hour by the planner's
+// estimate (aiming at 40 minutes on two cores).
+func TestStandardScaleDecides(t *testing.T) {
+	reg := builtin.Workloads()
+	for _, id := range IDs() {
+		f, _ := Load(id)
+		paper, _ := NewPlan(f, reg)
+		sc, ok := f.Study.Scales[DefaultScale]
+		if !ok {
+			t.Errorf("%s has no %s scale", id, DefaultScale)
+			continue
+		}
+		g, err := f.AtScale(DefaultScale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPlan(g, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !givesVerdicts(g.Reps) || p.Reps < MinVerdictReps || !slices.Contains(g.VerdictScales(), DefaultScale) {
+			t.Errorf("%s standard: reps %s (%d) give no verdict", id, g.Reps, p.Reps)
+		}
+		if p.Cells != paper.Cells {
+			t.Errorf("%s standard: %d cells, paper %d", id, p.Cells, paper.Cells)
+		}
+		if p.Estimate > 50*time.Minute || p.Estimate >= paper.Estimate {
+			t.Errorf("%s standard: estimate %s (paper %s)", id, p.Estimate, paper.Estimate)
+		}
+		if sc.Note == "" {
+			t.Errorf("%s standard: no note", id)
+		}
+		t.Logf("%s standard: %d reps, ~%s", id, p.Reps, p.Estimate.Round(time.Minute))
 	}
 }
