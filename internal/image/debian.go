@@ -36,6 +36,8 @@ var DebianPackages = []string{
 	"nginx", "apache2", "redis-server", "mariadb-server",
 	"openssh-server", "vsftpd", "postfix", "samba",
 	"apache2-utils", "wrk", "redis-tools", "sysbench", "mariadb-client",
+	// the papers' own tools run in every instance (study 003's fio)
+	"fio",
 	"iproute2", "procps",
 	// a system's own init and services, for system containers
 	// (lxc/lxd init=system, nspawn boot=true): systemd with journald,

@@ -56,6 +56,9 @@ type PaperTool struct {
 	Keep   []string
 	Rename map[string]string
 	Set    map[string]string
+	// Values translates the values of a builtin's parameter (by its
+	// builtin name); a value it does not list has no translation.
+	Values map[string]map[string]string
 	// Metrics renames the builtin's metrics where the tool's differ.
 	Metrics map[string]string
 	// Binaries are the host's executables the tool needs (the tools
@@ -94,6 +97,26 @@ var PaperTools = []PaperTool{
 		Name: "iperf 2.1 (the host's, in the tools image; one server instance, N client instances, -w 64K)", Here: Same,
 		Params: &Item{Paper: "TCP with iperf's defaults: a 64 KByte window (section 7.2.4)", Here: Same},
 	},
+	fio003("randread", "read"),
+	fio003("randwrite", "write"),
+}
+
+// fio003 is study 003's figure 4 with fio itself: the disk entry of one
+// pattern, its metrics those of fio's side (read or write).
+func fio003(pattern, side string) PaperTool {
+	return PaperTool{
+		Study: "003", Builtin: "disk:pattern=" + pattern, Tool: "tool:fio",
+		Keep:   []string{"pattern", "bs", "size", "direct", "iodepth", "jobs", "duration"},
+		Rename: map[string]string{"engine": "ioengine"},
+		Values: map[string]map[string]string{"engine": {"aio": "libaio"}},
+		Metrics: map[string]string{
+			"iops": side + "_iops", "mib_per_sec": side + "_mib_per_sec",
+			"lat_p50": side + "_clat_p50", "lat_p95": side + "_clat_p95", "lat_p99": side + "_clat_p99", "lat_max": side + "_clat_max",
+		},
+		Binaries: []string{"fio"}, Images: []string{"debian", "tools"},
+		Name: "fio 3 (Debian's; libaio, O_DIRECT, numjobs, every job aggregated)",
+		Here: "differs: fio 3 of today's Debian, not 2.1.3 (the same engine, flags and job layout)",
+	}
 }
 
 // HostHas reports whether the host has an executable: on PATH or in the
@@ -203,6 +226,16 @@ func (t PaperTool) translate(params map[string]string, set bool) (map[string]str
 	sel, _ := spec.Parse(t.Builtin)
 	out := map[string]string{}
 	for k, v := range params {
+		if vm, ok := t.Values[k]; ok {
+			var vs []string
+			for _, x := range strings.Split(v, "|") { // a sweep's values each
+				if vm[x] == "" {
+					return nil, false
+				}
+				vs = append(vs, vm[x])
+			}
+			v = strings.Join(vs, "|")
+		}
 		switch {
 		case slices.Contains(t.Keep, k):
 			out[k] = v

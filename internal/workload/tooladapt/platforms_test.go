@@ -152,3 +152,44 @@ func TestIperf2ClientRefused(t *testing.T) {
 		t.Errorf("metrics %v, err = %v; want iperf's connection refused", ms, err)
 	}
 }
+
+// TestPaperToolsInInstances runs the tools studies 000 and 003 take from
+// their papers, with the papers' flags at small sizes, in the tools image
+// on native and Docker: sysbench cpu and memory (8 threads, 1 KiB
+// blocks), fio with libaio, O_DIRECT, iodepth 16 and several jobs for
+// random reads and writes; each reports its own numbers.
+func TestPaperToolsInInstances(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs tools in instances")
+	}
+	ps := toolPlatforms(t, "sysbench", "fio")
+	fio := "tool:fio:bs=4k,size=16m,direct=true,iodepth=16,jobs=2,ioengine=libaio,duration=1s,pattern="
+	rows := runBinary(t, ps,
+		"--workload", "tool:sysbench-cpu:threads=8,max-prime=10000,duration=1s",
+		"--workload", "tool:sysbench-memory:block-size=1k,threads=8,duration=1s",
+		"--workload", fio+"randread", "--workload", fio+"randwrite")
+	want := map[string]string{
+		"tool:sysbench-cpu events_per_sec": "", "tool:sysbench-memory mib_per_sec": "",
+		"tool:fio read_iops": "pattern=randread", "tool:fio write_iops": "pattern=randwrite",
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		k := r.Workload + " " + r.Metric
+		sel, ok := want[k]
+		if !ok || r.Instance < 0 || !strings.Contains(r.Params, sel) {
+			continue
+		}
+		if !(r.Value > 0) {
+			t.Errorf("%s %s: %s = %v", r.Platform, r.Params, r.Metric, r.Value)
+		}
+		seen[r.Platform+" "+k] = true
+		t.Logf("%s %s: %.4g %s", r.Platform, k, r.Value, r.Unit)
+	}
+	for _, p := range ps {
+		for k := range want {
+			if !seen[p+" "+k] {
+				t.Errorf("%s: no %s", p, k)
+			}
+		}
+	}
+}
