@@ -7,6 +7,13 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --
 LDFLAGS := -s -w -X github.com/isobench/isobench/internal/hostinfo.Version=$(VERSION) -X github.com/isobench/isobench/internal/hostinfo.commit=$(COMMIT)
 export CGO_ENABLED := 0
 
+# Go: the go on PATH when it is as new as go.mod asks, else the toolchain
+# scripts/setup.sh fetches for go.mod's version into /usr/local/lib/isobench-go
+# (demo and test run it first; see its header for what it downloads).
+ifneq ($(shell scripts/setup.sh go-ok && echo ok),ok)
+export PATH := /usr/local/lib/isobench-go/bin:$(PATH)
+endif
+
 # Platforms whose conformance suite must run (fail instead of skip) in `make test`.
 REQUIRED_PLATFORMS ?= native,docker,runc,crun,nspawn,lxc,qemu,podman,gvisor,lxd,remote
 
