@@ -117,7 +117,7 @@ stop_all() {
   for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/k8s.io; do
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
-  rm -rf "$BASE/cni/networks"
+  rm -rf "$BASE/cni/networks" "$RUN/runc" "$RUN/runsc"
   log "stopped"
 }
 
@@ -274,8 +274,12 @@ state = "$RUN/containerd/state"
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         SystemdCgroup = false
         BinaryName = '$RUNC'
+        Root = '$RUN/runc'
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runsc]
       runtime_type = 'io.containerd.runsc.v1'
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runsc.options]
+        TypeUrl = 'io.containerd.runsc.v1.options'
+        ConfigPath = '$BASE/runsc.toml'
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ['/usr/lib/cni']
     conf_dir = '$BASE/cni/net.d'
@@ -283,6 +287,13 @@ state = "$RUN/containerd/state"
   disable_tcp_service = true
   stream_server_address = '127.0.0.1'
   stream_server_port = '0'
+EOF
+# The runtimes keep their state under $RUN, not in /run/containerd/runc and
+# /run/containerd/runsc: runsc pins its shared "null" gofer network
+# namespace with a bind mount in its root, which outlived the cluster there;
+# under $RUN, `stop` and `isobench clean` remove it with the rest.
+cat >"$BASE/runsc.toml" <<EOF
+root = "$RUN/runsc"
 EOF
 daemon containerd containerd --config "$BASE/containerd.toml"
 wait_for containerd 60 ctr -a "$CTD_SOCK" version

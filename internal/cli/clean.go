@@ -18,8 +18,9 @@ const cleanSynopsis = `clean [--dry-run] [--state-dir DIR] [--db FILE]
 
 Finds everything isobench created on this host (containers, instances, processes,
 mounts, cgroups, network namespaces, veths and taps, the bridge and its firewall
-rule, leases, scratch and volume directories, VM disks, and this host's pods on a
-reachable Kubernetes cluster) that belongs to no live run, lists it and removes it; runs whose process died are marked "crashed" (also
+rule, leases, scratch and volume directories, VM disks, this host's pods on a
+reachable Kubernetes cluster, and what the local cluster's runtimes left when it
+died) that belongs to no live run, lists it and removes it; runs whose process died are marked "crashed" (also
 those of --db that a process on this host left "running").`
 
 func cmdClean(ctx context.Context, st *State, args []string) error {
@@ -48,6 +49,9 @@ func cmdClean(ctx context.Context, st *State, args []string) error {
 	err := cleanup.Clean(ctx, st.Stdout, opts, *dry)
 	// isobench pods of dead runs on a reachable cluster (none: nothing said)
 	err = errors.Join(err, k8s.CleanPods(ctx, st.Stdout, "", judge, *dry))
+	// what the local cluster's RuntimeClasses left when it died (shims,
+	// sandboxes, mounts, veths; a running cluster owns them: nothing said)
+	err = errors.Join(err, k8s.CleanNode(ctx, st.Stdout, *dry))
 	if *db != "" && !*dry {
 		var oerr error
 		if s, oerr = store.Open(ctx, *db); oerr != nil {
