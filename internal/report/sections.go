@@ -70,6 +70,9 @@ type Section struct {
 	// Marks are said beside a platform label wherever the figure names
 	// it ("emulated (TCG)").
 	Marks map[string]string `json:"marks,omitempty"`
+	// PaperTables put the paper's numbers beside this run's, below the
+	// cells' tables.
+	PaperTables []SectionTable `json:"paper_tables,omitempty"`
 }
 
 // Panel is one metric of a section with its cells (every platform,
@@ -79,6 +82,19 @@ type Panel struct {
 	Unit   string `json:"unit"`
 	Better string `json:"better"`
 	Cells  []Cell `json:"cells"`
+	// Paper are the paper's numbers drawn as a second series: the
+	// paper's ratio to its own baseline times this run's baseline, at the
+	// cell each describes.
+	Paper []PaperPoint `json:"paper,omitempty"`
+}
+
+// PaperPoint is one of the paper's numbers placed on a panel.
+type PaperPoint struct {
+	Label     string  `json:"label"`
+	Instances int     `json:"instances"`
+	Params    string  `json:"params"`
+	Value     float64 `json:"value"` // in the panel's unit
+	Ratio     float64 `json:"ratio"` // the paper's, to its own baseline
 }
 
 // SectionFinding is one thing the paper found and what this run says.
@@ -469,6 +485,30 @@ func sectionLines(s Section, p Panel, cells []Cell, ref *Cell, colours map[strin
 			ylo, yhi = math.Min(ylo, pt.lo), math.Max(yhi, pt.hi)
 		}
 	}
+	// The paper's numbers: one dashed series per drawn series they
+	// describe, at the same x.
+	type paperLine struct {
+		name, colour string
+		pts          []catPoint
+	}
+	var plines []paperLine
+	pidx := map[string]int{}
+	for _, pp := range p.Paper {
+		i := slices.IndexFunc(cells, func(c Cell) bool {
+			return c.Label() == pp.Label && c.Instances == pp.Instances && c.Params == pp.Params
+		})
+		if i < 0 {
+			continue
+		}
+		j, ok := pidx[names[i]]
+		if !ok {
+			j = len(plines)
+			pidx[names[i]] = j
+			plines = append(plines, paperLine{name: names[i], colour: lines[idx[names[i]]].colour})
+		}
+		plines[j].pts = append(plines[j].pts, catPoint{x: slices.Index(cats, xKey(s, cells[i])), y: pp.Value})
+		ylo, yhi = math.Min(ylo, pp.Value), math.Max(yhi, pp.Value)
+	}
 	var refV float64
 	if ref != nil {
 		refV, _, _, _ = central(*ref, s.Central)
@@ -495,6 +535,9 @@ func sectionLines(s Section, p Panel, cells []Cell, ref *Cell, colours map[strin
 	}
 	if ref != nil {
 		items = append(items, legendItem{s.Reference + " (reference)", "#333"})
+	}
+	for _, pl := range plines {
+		items = append(items, legendItem{"the paper: " + pl.name, pl.colour})
 	}
 	pos, lh := legendLayout(items, plotLeft, plotW)
 	height := float64(plotTop+plotH+50) + lh + 20
@@ -544,7 +587,27 @@ func sectionLines(s Section, p Panel, cells []Cell, ref *Cell, colours map[strin
 		}
 		w.printf(`</g>`)
 	}
-	w.legend(items, pos, float64(plotTop+plotH+50), fmt.Sprintf("%s per point · whiskers: ±1 stdev", s.Central))
+	for _, pl := range plines {
+		pts := slices.Clone(pl.pts)
+		slices.SortFunc(pts, func(a, b catPoint) int { return cmp.Compare(a.x, b.x) })
+		w.printf(`<g class="paper-series" data-series="%s">`, esc("the paper: "+pl.name))
+		if len(pts) > 1 {
+			var ps []string
+			for _, pt := range pts {
+				ps = append(ps, f1(x(pt.x))+","+f1(y(pt.y)))
+			}
+			w.printf(`<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5" stroke-dasharray="5 3"/>`, strings.Join(ps, " "), pl.colour)
+		}
+		for _, pt := range pts {
+			w.diamond(x(pt.x), y(pt.y), pl.colour, fmt.Sprintf("the paper: %s at %s: %s %s (its ratio to its baseline × this run's)", pl.name, cats[pt.x], num(pt.y), p.Unit))
+		}
+		w.printf(`</g>`)
+	}
+	note := fmt.Sprintf("%s per point · whiskers: ±1 stdev", s.Central)
+	if len(plines) > 0 {
+		note += " · ◆ the paper (its ratio × this baseline)"
+	}
+	w.legend(items, pos, float64(plotTop+plotH+50), note)
 	w.printf(`</svg>`)
 	return w.b.String()
 }
@@ -589,6 +652,29 @@ func sectionBars(s Section, p Panel, cells []Cell, ref *Cell, colours map[string
 			ylo, yhi = math.Min(ylo, lo), math.Max(yhi, hi)
 		}
 	}
+	// The paper's numbers: a diamond on the bar each describes.
+	type paperMark struct {
+		group, bar int
+		value      float64
+		colour     string
+	}
+	var marks []paperMark
+	for _, pp := range p.Paper {
+		g := diff[pp.Params]
+		if len(insts) > 1 {
+			g = strings.TrimSpace(fmt.Sprintf("%s ×%d", g, pp.Instances))
+		}
+		gi, ok := gidx[g]
+		if !ok {
+			continue
+		}
+		bi := slices.IndexFunc(groups[gi].Bars, func(b bar) bool { return b.Series == pp.Label })
+		if bi < 0 {
+			continue
+		}
+		marks = append(marks, paperMark{gi, bi, pp.Value, "#222"}) // dark: visible on its bar
+		yhi = math.Max(yhi, pp.Value)
+	}
 	var refV float64
 	if ref != nil {
 		refV, _, _, _ = central(*ref, s.Central)
@@ -631,7 +717,18 @@ func sectionBars(s Section, p Panel, cells []Cell, ref *Cell, colours map[string
 		w.printf(`<line class="reference" x1="%d" y1="%s" x2="%s" y2="%s" stroke="#333" stroke-width="1.5" stroke-dasharray="6 4"><title>%s</title></line>`,
 			plotLeft, f1(y(refV)), f1(plotLeft+plotW), f1(y(refV)), esc(fmt.Sprintf("%s: %s %s", s.Reference, num(refV), p.Unit)))
 	}
-	w.legend(legend, pos, float64(plotTop+plotH+50), fmt.Sprintf("bars: %s · whiskers: its 95%% interval", s.Central))
+	for _, m := range marks {
+		g := groups[m.group]
+		gx := plotLeft + float64(m.group)*gw
+		bw := math.Min(48, gw*0.8/float64(len(g.Bars)))
+		x0 := gx + (gw-bw*float64(len(g.Bars)))/2
+		w.diamond(x0+float64(m.bar)*bw+bw/2, y(m.value), m.colour, fmt.Sprintf("the paper: %s: %s %s (its ratio to its baseline × this run's)", g.Bars[m.bar].Series, num(m.value), p.Unit))
+	}
+	note := fmt.Sprintf("bars: %s · whiskers: its 95%% interval", s.Central)
+	if len(marks) > 0 {
+		note += " · ◆ the paper (its ratio × this baseline)"
+	}
+	w.legend(legend, pos, float64(plotTop+plotH+50), note)
 	w.printf(`</svg>`)
 	return w.b.String()
 }
@@ -690,10 +787,19 @@ func sectionViews(secs []Section, colours map[string]string) []sectionView {
 		if s.Table != nil {
 			v.Tables = append([]SectionTable{*s.Table}, v.Tables...)
 		}
+		v.Tables = append(v.Tables, s.PaperTables...)
 		if s.Shape == ShapeTable && len(v.Tables) > 0 {
 			v.Left, v.Tables = v.Tables[:1], v.Tables[1:]
 		}
 		out = append(out, v)
 	}
 	return out
+}
+
+// diamond draws one of the paper's numbers: a hollow diamond at (x, y)
+// with its text as the tooltip.
+func (w *svgWriter) diamond(x, y float64, colour, title string) {
+	const r = 5.0
+	w.printf(`<path class="paper-point" d="M%s %sL%s %sL%s %sL%s %sZ" fill="#fff" stroke="%s" stroke-width="2"><title>%s</title></path>`,
+		f1(x), f1(y-r), f1(x+r), f1(y), f1(x), f1(y+r), f1(x-r), f1(y), colour, esc(title))
 }

@@ -218,6 +218,9 @@ func Sections(f File, cells []report.Cell, absent map[string]string) (*report.St
 		if e.Workload == "" {
 			sec.Shape = report.ShapeTable
 			sec.Notes = append(sec.Notes, "not run: "+e.NotRunnable)
+			if pv := e.PaperValues; pv != nil {
+				sec.Notes = append(sec.Notes, fmt.Sprintf("the paper's numbers (%s): %s", pv.Source, pv.Note))
+			}
 			sec.NotRun = paperOnly
 			out = append(out, sec)
 			continue
@@ -256,6 +259,7 @@ func Sections(f File, cells []report.Cell, absent map[string]string) (*report.St
 		if e.Score != nil {
 			sec.Table = scoreSectionTable(e, cells, f.Baseline, centralKind)
 		}
+		paperSection(&sec, f, e, cells, centralKind)
 		if e.NotRunnable != "" {
 			sec.Notes = append(sec.Notes, "not yet runnable in full: "+e.NotRunnable)
 		}

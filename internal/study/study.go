@@ -134,6 +134,8 @@ type Experiment struct {
 	// Fidelity is the experiment's ledger against the paper, over the
 	// study's (fidelity.go).
 	Fidelity *Fidelity `yaml:"fidelity,omitempty" json:"fidelity,omitempty"`
+	// PaperValues are the numbers the paper reports for it (paper.go).
+	PaperValues *PaperValues `yaml:"paper_values,omitempty" json:"paper_values,omitempty"`
 }
 
 // Score defines a study-004-style overall score: each row is the mean of
@@ -339,6 +341,9 @@ func (f File) Check() error {
 				return fmt.Errorf("study %s: experiment %s selects %q, which no entry under workloads: matches", m.ID, e.ID, e.Workload)
 			}
 		}
+		if err := f.checkPaperValues(known, e); err != nil {
+			return fmt.Errorf("study %s: experiment %s: %w", m.ID, e.ID, err)
+		}
 		if _, _, err := ParseFigure(e.Figure); err != nil {
 			return fmt.Errorf("study %s: experiment %s: %w", m.ID, e.ID, err)
 		}
@@ -497,6 +502,46 @@ func (f File) AtScale(scale string) (File, error) {
 		if changed {
 			out.Study.Experiments[i].Workload = sel.String()
 		}
+	}
+	// So do the paper's values selecting on such a value (study 002's
+	// "file=450m,neighbours=1").
+	for i, e := range out.Study.Experiments {
+		if e.PaperValues == nil || e.Workload == "" {
+			continue
+		}
+		written, err := spec.Parse(f.Study.Experiments[i].Workload)
+		if err != nil {
+			continue
+		}
+		pv := *e.PaperValues
+		pv.Values = slices.Clone(pv.Values)
+		for j, v := range pv.Values {
+			vp, err := spec.Parse(written.Name + ":" + v.Params)
+			if v.Params == "" || err != nil {
+				continue
+			}
+			as := spec.Spec{Name: written.Name, Params: maps.Clone(written.Params)}
+			maps.Copy(as.Params, vp.Params)
+			changed := false
+			for _, k := range keys {
+				if !Selects(sels[k], as.Name, as.Params) {
+					continue
+				}
+				over, err := spec.Parse(written.Name + ":" + sc.Params[k])
+				if err != nil {
+					return File{}, err
+				}
+				for p, val := range over.Params {
+					if _, named := vp.Params[p]; named {
+						vp.Params[p], changed = val, true
+					}
+				}
+			}
+			if changed {
+				pv.Values[j].Params = strings.TrimPrefix(vp.String(), vp.Name+":")
+			}
+		}
+		out.Study.Experiments[i].PaperValues = &pv
 	}
 	return out, nil
 }
