@@ -250,7 +250,7 @@ func baselineCarryOver(b Cell, bStates []map[string]float64, c Cell, cStates []m
 	if len(why) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s: %s; the ratio to %s reflects what earlier repetitions left on the host, not only %s's merit",
+	return fmt.Sprintf("%s: %s; the ratio to %s measures the host's state (what earlier repetitions or other programs left) as much as %s's merit",
 		hoststate.BaselineKind, strings.Join(why, "; "), b.Label(), c.Label())
 }
 
