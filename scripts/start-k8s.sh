@@ -118,6 +118,11 @@ stop_all() {
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
   rm -rf "$BASE/cni/networks" "$RUN/runc" "$RUN/runsc"
+  # the pods' logs (podLogsDir) and the kubelet's links to them in
+  # /var/log/containers (a fixed path), which it removes only some time
+  # after a pod went: a stop right after a test run left them behind
+  rm -rf "$LOGS/pods"
+  find /var/log/containers -maxdepth 1 -type l -lname "$LOGS/pods/*" -delete 2>/dev/null || true
   log "stopped"
 }
 
@@ -346,6 +351,7 @@ oomScoreAdj: 0
 localStorageCapacityIsolation: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+podLogsDir: $LOGS/pods
 evictionHard:
   memory.available: "100Mi"
 serializeImagePulls: false
