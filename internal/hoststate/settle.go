@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -137,7 +136,7 @@ func NewSettler(o Options) *Settler {
 		}
 	}
 	if o.sync == nil {
-		o.sync = syscall.Sync
+		o.sync = syncAll
 	}
 	if o.now == nil {
 		o.now = time.Now
