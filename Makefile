@@ -77,6 +77,9 @@ test: deps-test build cross vet
 	if [ $$k8s = started ]; then scripts/start-k8s.sh stop; fi; \
 	exit $$rc
 	$(MAKE) fuzz
+	# the network fidelity script in its smoke mode (one 1 s round): it
+	# must still measure every pair it compares, or it has rotted
+	SMOKE=1 bench/fidelity-net.sh
 
 # Build (cached; scripts/build-k8s.sh installs the Debian packages it and the
 # cluster need) and start the single-node cluster, then run the k8s
