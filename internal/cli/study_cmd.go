@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -19,7 +20,7 @@ import (
 	"github.com/isobench/isobench/internal/study"
 )
 
-const studySynopsis = `study list | show ID [--scale standard|quick|paper] | fidelity [ID] [--scale S] | run ID [--scale standard|quick|paper] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]
+const studySynopsis = `study list | show ID [--scale standard|quick|paper] | fidelity [ID] [--scale S] | run ID [--scale standard|quick|paper] [--tools auto|paper|builtin] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]
 
 The five studies isobench reproduces, built in as study files ('isobench study show ID > s.yaml'
 gives one to edit and run with 'isobench run s.yaml'). 'study fidelity' prints each experiment's
@@ -51,6 +52,7 @@ func cmdStudy(ctx context.Context, st *State, args []string) error {
 func studyFidelity(st *State, args []string) error {
 	fs := newFlags(st, "study fidelity", "study fidelity [ID] [--scale paper|standard|quick]")
 	scale := fs.String("scale", study.ScalePaper, "the scale whose ledger to print (a scale's shorter runs and fewer repetitions are choices that differ)")
+	tools := toolsFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -64,7 +66,7 @@ func studyFidelity(st *State, args []string) error {
 	}
 	faithful, total := 0, 0
 	for i, id := range ids {
-		f, err := studyFile(id, *scale)
+		f, _, err := studyFile(id, *scale, *tools)
 		if err != nil {
 			return err
 		}
@@ -121,29 +123,41 @@ func orNone(s string) string {
 	return s
 }
 
-// studyFile loads a built-in study at a scale.
-func studyFile(id, scale string) (study.File, error) {
+// studyFile loads a built-in study at a scale, with the paper's tools in
+// place of isobench's workloads as tools says (study.ToolModes) where
+// this host has them; notes say which run and why not.
+func studyFile(id, scale, tools string) (study.File, []string, error) {
 	f, err := study.Load(id)
 	if err != nil {
-		return study.File{}, usage("%v", err)
+		return study.File{}, nil, usage("%v", err)
 	}
 	g, err := f.AtScale(scale)
 	if err != nil {
-		return study.File{}, usage("%v", err)
+		return study.File{}, nil, usage("%v", err)
 	}
-	return g, nil
+	h, notes, err := g.WithTools(tools, study.HostHas)
+	if err != nil {
+		return study.File{}, nil, usage("%v", err)
+	}
+	return h, notes, nil
+}
+
+// toolsFlag declares --tools on a study command.
+func toolsFlag(fs *flag.FlagSet) *string {
+	return fs.String("tools", study.ToolsAuto, "`auto|paper|builtin`: the paper's own tools (sysbench, iperf 2, fio, JMeter, postal, Hadoop) where this host has them - auto at the paper's and the standard scale, paper at every scale - or builtin, isobench's own workloads only")
 }
 
 func studyShow(st *State, args []string) error {
 	fs := newFlags(st, "study show", "study show ID [--scale standard|quick|paper]")
 	scale := fs.String("scale", study.DefaultScale, "standard (every cell, enough repetitions for verdicts, under an hour), quick (every cell, ~10 min, trends only) or paper (the paper's parameters)")
+	tools := toolsFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usage("study show takes one study id (%s)", strings.Join(study.IDs(), ", "))
 	}
-	f, err := studyFile(fs.Arg(0), *scale)
+	f, notes, err := studyFile(fs.Arg(0), *scale, *tools)
 	if err != nil {
 		return err
 	}
@@ -152,6 +166,9 @@ func studyShow(st *State, args []string) error {
 		return err
 	}
 	fmt.Fprintf(st.Stdout, "# isobench study %s at %s scale: %s\n# Run it as it is with 'isobench run FILE', or edit it first.\n", f.Study.ID, f.Study.Scale, f.Study.Title)
+	for _, n := range notes {
+		fmt.Fprintf(st.Stdout, "# tools: %s\n", n)
+	}
 	if f.Study.HasLedger() {
 		fmt.Fprintf(st.Stdout, "# Against the paper (the fidelity: entries below; 'isobench study fidelity %s' says why):\n", f.Study.ID)
 		for _, e := range f.Study.Experiments {
@@ -173,13 +190,14 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 	dry := fs.Bool("dry-run", false, "print the plan and stop")
 	stateDir := fs.String("state-dir", "", "where images and rootfs trees are kept (default /var/lib/isobench as root)")
 	quiet := fs.Bool("quiet", false, "no progress display")
+	tools := toolsFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usage("study run takes one study id (%s)", strings.Join(study.IDs(), ", "))
 	}
-	f, err := studyFile(fs.Arg(0), *scale)
+	f, toolNotes, err := studyFile(fs.Arg(0), *scale, *tools)
 	if err != nil {
 		return err
 	}
@@ -230,6 +248,9 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 	plan.Print(st.Stdout)
 	for _, s := range skipped {
 		fmt.Fprintf(st.Stdout, "not run here: %s\n", s)
+	}
+	for _, n := range toolNotes {
+		fmt.Fprintf(st.Stdout, "tools: %s\n", n)
 	}
 	groups := f.RunGroups()
 	for _, g := range groups {

@@ -30,6 +30,7 @@ func TestStudyShowRoundTrips(t *testing.T) {
 			}
 			want, _ := study.Load(id)
 			want, _ = want.AtScale(scale)
+			want, _, _ = want.WithTools(study.ToolsAuto, study.HostHas) // the paper's tools where this host has them
 			if !slices.Equal(got.Platforms, want.Platforms) || !slices.Equal(got.Workloads, want.Workloads) ||
 				!slices.Equal(got.Instances, want.Instances) || got.Reps != want.Reps || got.Baseline != want.Baseline {
 				t.Errorf("%s %s: decoded %+v, want %+v", id, scale, got, want)
@@ -214,7 +215,7 @@ func TestStudyFidelity(t *testing.T) {
 		t.Errorf("every study:\n%s", out)
 	}
 	out.Reset()
-	if code := Main(context.Background(), st, []string{"study", "show", "000"}); code != 0 {
+	if code := Main(context.Background(), st, []string{"study", "show", "000", "--tools", "builtin"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
 	if !strings.Contains(out.String(), "#   fig3 fidelity: tool differs (choice)") {
@@ -224,5 +225,36 @@ func TestStudyFidelity(t *testing.T) {
 		if code := Main(context.Background(), st, bad); code != ExitUsage {
 			t.Errorf("%v: exit %d", bad, code)
 		}
+	}
+}
+
+// TestStudyTools: --tools paper runs the paper's tools where this host
+// has them (study 000's sysbench and iperf 2 in the tools image, said in
+// the file's comments and its ledger), --tools builtin isobench's own,
+// and a bad mode is a usage error.
+func TestStudyTools(t *testing.T) {
+	for _, b := range []string{"sysbench", "iperf"} {
+		if !study.HostHas(b) {
+			t.Skipf("%s is not on this host (scripts/setup.sh test installs it)", b)
+		}
+	}
+	st, out, errb := newTestState(t)
+	if code := Main(context.Background(), st, []string{"study", "show", "000", "--scale", "quick", "--tools", "paper"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	for _, s := range []string{"# tools: sysbench 1.0", "# tools: iperf 2.1", "#   fig3 fidelity: tool same", "tool:sysbench-cpu:duration=1s,max-prime=10000,threads=8", "tool:iperf2:duration=1s,window=64k", "image: tools"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("show --tools paper lacks %q:\n%s", s, out)
+		}
+	}
+	out.Reset()
+	if code := Main(context.Background(), st, []string{"study", "run", "000", "--scale", "paper", "--tools", "builtin", "--dry-run"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if strings.Contains(out.String(), "tool:") || !strings.Contains(out.String(), "tools: isobench's own workloads run in place of the paper's tools (--tools builtin)") {
+		t.Errorf("run --tools builtin:\n%s", out)
+	}
+	if code := Main(context.Background(), st, []string{"study", "fidelity", "000", "--tools", "bogus"}); code != ExitUsage {
+		t.Errorf("--tools bogus: exit %d", code)
 	}
 }

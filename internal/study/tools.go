@@ -181,7 +181,7 @@ func (f File) WithTools(mode string, has func(bin string) bool) (File, []string,
 	if !use {
 		why := "--tools builtin"
 		if mode != ToolsBuiltin {
-			why = fmt.Sprintf("the %s scale runs them; --tools paper runs the paper's tools", f.Study.Scale)
+			why = fmt.Sprintf("the %s scale runs isobench's own; --tools paper runs the paper's", f.Study.Scale)
 		}
 		return f, []string{"isobench's own workloads run in place of the paper's tools (" + why + ")"}, nil
 	}

@@ -105,7 +105,7 @@ func TestToolsBuiltinAndMissing(t *testing.T) {
 		note        string
 	}{
 		{ScalePaper, ToolsBuiltin, hasAll, "--tools builtin"},
-		{ScaleQuick, ToolsAuto, hasAll, "the quick scale runs them; --tools paper"},
+		{ScaleQuick, ToolsAuto, hasAll, "the quick scale runs isobench's own; --tools paper"},
 		{ScalePaper, ToolsAuto, hasNone, "sysbench is not on this host"},
 	} {
 		f, notes := withTools(t, "000", c.scale, c.mode, c.has)
