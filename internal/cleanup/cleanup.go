@@ -982,6 +982,26 @@ func (w *world) scanQEMU(p *Plan) {
 		d := d
 		p.Objects = append(p.Objects, Object{Kind: "dir", Name: d, Why: why, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(d) }})
 	}
+	// a VM's snapshot overlay directory (vmowner.OverlayDir) is made after
+	// its run dir and removed before it: one without a run dir was left by
+	// a VM that died (QEMU had unlinked the file in it at once). Only when
+	// the run dirs could be listed: else every VM would look gone.
+	for _, sd := range w.stateDirs {
+		if err != nil {
+			break
+		}
+		overlays, _ := filepath.Glob(vmowner.OverlayDir(sd, vmowner.DirPrefix+"*"))
+		for _, o := range overlays {
+			if !vmowner.IsName(filepath.Base(o)) || runDirs[filepath.Base(o)] {
+				continue
+			}
+			if fi, err := os.Lstat(o); err != nil || !fi.IsDir() {
+				continue // a link or file is not a directory isobench made
+			}
+			o := o
+			p.Objects = append(p.Objects, Object{Kind: "qemu-overlay", Name: o, Why: "its VM's run directory is gone", order: orderDir, rm: func(context.Context) error { return os.RemoveAll(o) }})
+		}
+	}
 	// a VM's cgroup is made after its run dir and removed before it: one
 	// without a run dir was left by a Close that failed half way (the
 	// cgroups are root's: only the name is checked)

@@ -156,12 +156,20 @@ func TestQEMUHostile(t *testing.T) {
 		t.Errorf("the live VM's process was killed: %v", err)
 	}
 
-	// told the state dir, clean removes that VM's run dir and disk
+	// told the state dir, clean removes that VM's run dir and disk, and
+	// the snapshot overlay directory of a VM whose run dir is gone (not
+	// the live VM's, nor a link planted there)
+	deadOverlay := vmowner.OverlayDir(state, vmowner.DirPrefix+"55")
+	liveOverlay := vmowner.OverlayDir(state, filepath.Base(live))
+	os.MkdirAll(deadOverlay, 0o700)
+	os.MkdirAll(liveOverlay, 0o700)
+	os.Symlink(victim, vmowner.OverlayDir(state, vmowner.DirPrefix+"56"))
 	opts.StateDirs = []string{state}
 	if p, err = Scan(t.Context(), opts); err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"dir " + withDisk, "qemu-disk " + disk}
+	want = []string{"dir " + withDisk, "qemu-disk " + disk, "qemu-overlay " + deadOverlay}
+	slices.Sort(want)
 	if got := planned(p, base, victim, state); !slices.Equal(got, want) {
 		t.Errorf("with --state-dir, planned:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -67,6 +67,7 @@ type Instance struct {
 	guestInit string
 
 	runDir    string        // sockets, console log
+	overlay   string        // where snapshot=on's overlay goes (vmowner.OverlayDir)
 	cgName    string        // cgroup isobench/<cgName> (the run dir's name), "" before it exists
 	cg        *cgroup.Group // qemu and virtiofsd run in it, for footprint accounting
 	cgErr     error         // why cg is nil
@@ -207,10 +208,19 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 	}
 	cmd := in.command(Binary, args...)
 	cmd.Stderr = &lockedWriter{w: &in.qemuOut, mu: &in.mu}
-	// snapshot=on's temporary overlay of a root disk goes into the run
-	// dir (QEMU 7.2 unlinks it at once and keeps it open: Footprint counts
-	// it through /proc/PID/fd), not into /var/tmp
-	cmd.Env = append(os.Environ(), "TMPDIR="+in.runDir)
+	// snapshot=on's temporary overlay of a root disk goes into a private
+	// directory on the state dir's disk (QEMU 7.2 unlinks it at once and
+	// keeps it open: Footprint counts it through /proc/PID/fd), not into
+	// /var/tmp nor the run dir, which /run may keep in RAM
+	if _, err := in.p.privateDir("overlays"); err != nil {
+		return in, err
+	}
+	in.overlay = vmowner.OverlayDir(in.p.env.StateDir, filepath.Base(in.runDir))
+	if err := os.Mkdir(in.overlay, 0o700); err != nil {
+		in.overlay = ""
+		return in, fmt.Errorf("qemu: overlay directory: %w", err)
+	}
+	cmd.Env = append(os.Environ(), "TMPDIR="+in.overlay)
 	if err := in.start(cmd); err != nil {
 		return in, fmt.Errorf("qemu: starting %s: %w", Binary, err)
 	}
@@ -659,12 +669,12 @@ func (in *Instance) Close(ctx context.Context) error {
 			}
 		}
 	}
-	paths := []string{in.disk, in.volume, in.runDir}
+	paths := []string{in.disk, in.volume, in.overlay, in.runDir}
 	if err := in.cg.Remove(); err != nil {
 		// keep the run dir: its owner record names the cgroup for
 		// isobench clean (and the next Create's sweep)
 		errs = append(errs, fmt.Errorf("qemu: %w", err))
-		paths = paths[:2]
+		paths = paths[:3]
 	}
 	for _, path := range paths {
 		if path != "" {

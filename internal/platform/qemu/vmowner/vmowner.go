@@ -167,6 +167,14 @@ func (r Record) Check() error {
 // DiskPath is where the scratch disk of VM id is kept in state dir sd.
 func DiskPath(sd, id string) string { return filepath.Join(sd, "qemu", "disks", id+".img") }
 
+// OverlayDir is where QEMU writes the snapshot overlay of the root disk of
+// the VM whose run dir is named run (isoq-<digits>) in state dir sd: on the
+// state dir's disk, as the VM's scratch disk is, never in the run dir,
+// which /run usually keeps in RAM (a guest's root-disk writes would then be
+// RAM-fast and measure nothing of a disk). QEMU unlinks the file at once;
+// the directory is removed with the VM.
+func OverlayDir(sd, run string) string { return filepath.Join(sd, "qemu", "overlays", run) }
+
 // VolumePath is where the virtiofs volume of VM id is kept in state dir sd.
 func VolumePath(sd, id string) string { return filepath.Join(sd, "qemu", "volumes", id) }
 
