@@ -179,9 +179,13 @@ func readLight(root string) (Snapshot, error) {
 }
 
 // Settle lets what earlier repetitions left drain, within its bounds, and
-// returns the state the next repetition starts from. It fails only when
-// ctx ends or the host's state cannot be read at all.
-func (st *Settler) Settle(ctx context.Context) (State, error) {
+// returns the state the next repetition starts from. sockets says the next
+// repetition uses the network: only then does it wait for TIME_WAIT
+// sockets (a CPU or disk repetition is not slowed by them, and on a busy
+// host others' sockets would make it wait for nothing); dirty pages and
+// leftover processes are settled for every repetition. It fails only
+// when ctx ends or the host's state cannot be read at all.
+func (st *Settler) Settle(ctx context.Context, sockets bool) (State, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	o := st.o
@@ -197,7 +201,7 @@ func (st *Settler) Settle(ctx context.Context) (State, error) {
 	// have expired
 	target := -1
 	var twDeadline time.Time
-	if st.level >= 0 && st.endLevel >= 0 && !st.prevEnd.IsZero() {
+	if sockets && st.level >= 0 && st.endLevel >= 0 && !st.prevEnd.IsZero() {
 		slack := max(o.Slack, st.level/10)
 		if st.endLevel-st.level > slack {
 			target = st.level + slack

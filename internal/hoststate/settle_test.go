@@ -70,7 +70,7 @@ func (h *fakeHost) rep(st *Settler, d time.Duration, tw int) {
 func TestSettleWaitsForTheTimeWaitOfThePreviousRepetition(t *testing.T) {
 	h := &fakeHost{now: time.Unix(1000, 0), tw: 200}
 	s := h.settler(Options{})
-	first, err := s.Settle(t.Context())
+	first, err := s.Settle(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestSettleWaitsForTheTimeWaitOfThePreviousRepetition(t *testing.T) {
 			h.tw -= 2000
 		}
 	}
-	st, err := s.Settle(t.Context())
+	st, err := s.Settle(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,12 +103,12 @@ func TestSettleWaitsForTheTimeWaitOfThePreviousRepetition(t *testing.T) {
 func TestSettleGivesUpWhenTheRepetitionsOwnHaveExpired(t *testing.T) {
 	h := &fakeHost{now: time.Unix(1000, 0), tw: 200}
 	s := h.settler(Options{})
-	if _, err := s.Settle(t.Context()); err != nil {
+	if _, err := s.Settle(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	h.rep(s, 10*time.Second, 8000)
 	h.now = h.now.Add(20 * time.Second) // the runner's own bookkeeping
-	st, err := s.Settle(t.Context())
+	st, err := s.Settle(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +125,12 @@ func TestSettleGivesUpWhenTheRepetitionsOwnHaveExpired(t *testing.T) {
 func TestSettleDoesNotWaitForOthersSockets(t *testing.T) {
 	h := &fakeHost{now: time.Unix(1000, 0), tw: 200}
 	s := h.settler(Options{})
-	if _, err := s.Settle(t.Context()); err != nil {
+	if _, err := s.Settle(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	h.rep(s, time.Second, 300) // the repetition left few
 	h.tw = 30000               // then another program made many
-	st, err := s.Settle(t.Context())
+	st, err := s.Settle(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestSettleRecordsLeftoverProcesses(t *testing.T) {
 	s := h.settler(Options{})
 	before := Proc{PID: 10, Comm: "sshd", Start: h.uptime() - 500}
 	h.procs = []Proc{before}
-	if _, err := s.Settle(t.Context()); err != nil {
+	if _, err := s.Settle(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	h.now = h.now.Add(time.Second)
@@ -162,7 +162,7 @@ func TestSettleRecordsLeftoverProcesses(t *testing.T) {
 	h.now = h.now.Add(time.Second)
 	between := Proc{PID: 30, PPID: 1, Comm: "cron", Start: h.uptime()} // started between repetitions
 	h.procs = append(h.procs, between)
-	st, err := s.Settle(t.Context())
+	st, err := s.Settle(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestSettleRecordsLeftoverProcesses(t *testing.T) {
 	// one that ends while Settle waits is not left over
 	h.rep(s, time.Second, 0)
 	h.onWait = func(h *fakeHost) { h.procs = []Proc{before, self, between, others, daemon} }
-	st, err = s.Settle(t.Context())
+	st, err = s.Settle(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,14 +196,14 @@ func TestSettleRecordsLeftoverProcesses(t *testing.T) {
 func TestSettleSyncsDirtyPages(t *testing.T) {
 	h := &fakeHost{now: time.Unix(1000, 0), dirty: 1 << 10}
 	s := h.settler(Options{})
-	if _, err := s.Settle(t.Context()); err != nil {
+	if _, err := s.Settle(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if h.syncs != 0 {
 		t.Errorf("synced %d times for 1 MiB of dirty pages", h.syncs)
 	}
 	h.dirty = 1 << 20
-	if _, err := s.Settle(t.Context()); err != nil {
+	if _, err := s.Settle(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if h.syncs != 1 {
@@ -214,7 +214,7 @@ func TestSettleSyncsDirtyPages(t *testing.T) {
 	h.dirty = 0
 	h.rep(s, time.Second, 5000)
 	h.onWait = func(h *fakeHost) { h.tw, h.dirty = 0, 1<<20 }
-	if _, err := s.Settle(t.Context()); err != nil {
+	if _, err := s.Settle(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if h.waits == 0 || h.syncs != 2 {
@@ -222,7 +222,7 @@ func TestSettleSyncsDirtyPages(t *testing.T) {
 	}
 	h.onWait = nil
 	h.syncHang = true
-	st, err := s.Settle(t.Context())
+	st, err := s.Settle(t.Context(), true)
 	close(h.hang)
 	if err != nil {
 		t.Fatal(err)
@@ -235,13 +235,39 @@ func TestSettleSyncsDirtyPages(t *testing.T) {
 func TestSettleStopsWithItsContext(t *testing.T) {
 	h := &fakeHost{now: time.Unix(1000, 0), tw: 0}
 	s := h.settler(Options{})
-	if _, err := s.Settle(t.Context()); err != nil {
+	if _, err := s.Settle(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	h.rep(s, time.Second, 20000)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := s.Settle(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := s.Settle(ctx, true); !errors.Is(err, context.Canceled) {
 		t.Errorf("Settle on a cancelled run = %v, want context.Canceled", err)
+	}
+}
+
+// TestSocketsOnlyForNetworkRepetitions: a repetition that uses no network
+// does not wait for the TIME_WAIT sockets the previous one left (they do
+// not slow a CPU or disk repetition, and on a busy host others' sockets
+// would hold it up for nothing); one that does waits as before.
+func TestSocketsOnlyForNetworkRepetitions(t *testing.T) {
+	for _, sockets := range []bool{false, true} {
+		h := &fakeHost{now: time.Unix(1000, 0), tw: 200}
+		s := h.settler(Options{})
+		if _, err := s.Settle(t.Context(), sockets); err != nil {
+			t.Fatal(err)
+		}
+		h.rep(s, 2*time.Second, 8000)
+		h.onWait = func(h *fakeHost) { h.tw = max(200, h.tw-2000) }
+		st, err := s.Settle(t.Context(), sockets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waited := h.waits > 0; waited != sockets {
+			t.Errorf("sockets=%v: waited %d times (%v)", sockets, h.waits, st.Waited)
+		}
+		if st.TCP["TIME_WAIT"] == 0 {
+			t.Errorf("sockets=%v: the state was not recorded: %v", sockets, st.TCP)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"github.com/isobench/isobench/internal/workload"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,12 +25,14 @@ type fakeSettler struct {
 	undrained bool
 	err       error
 	cancel    context.CancelFunc // called by Settle when set
+	sockets   []bool             // what each Settle was told of the repetition
 }
 
-func (f *fakeSettler) Settle(ctx context.Context) (hoststate.State, error) {
+func (f *fakeSettler) Settle(ctx context.Context, sockets bool) (hoststate.State, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.events = append(f.events, "settle")
+	f.sockets = append(f.sockets, sockets)
 	f.n++
 	if f.cancel != nil {
 		f.cancel()
@@ -169,6 +172,27 @@ func TestDuetSettlesOnceForBoth(t *testing.T) {
 		}
 		if got, want := s.Tags[hoststate.TagPrefix+"tcp_time_wait"], strconv.Itoa(s.Rep+1); got != want {
 			t.Errorf("%s rep %d carries tcp_time_wait %q, want %q", s.Platform, s.Rep, got, want)
+		}
+	}
+}
+
+// TestSettleIsToldWhetherTheRepetitionUsesTheNetwork: the settler waits
+// for sockets only before repetitions of workloads that use the network
+// (workload.Def.Needs.Network).
+func TestSettleIsToldWhetherTheRepetitionUsesTheNetwork(t *testing.T) {
+	probe := &barrierProbe{}
+	net := probe.def()
+	net.Name, net.Needs = "netprobe", workload.Needs{Network: true}
+	reg, a, _ := setup(t, probe.def(), net)
+	for name, want := range map[string]bool{"probe": false, "netprobe": true} {
+		hs := &fakeSettler{}
+		r := &runner.Runner{Sink: &memSink{}, RunID: 1, HostState: hs}
+		plan := runner.Plan{Targets: []runner.Target{{Label: "a", Name: "a", Platform: a}}, Jobs: []runner.Job{job(t, reg, name, nil)}, Instances: []int{1}, Reps: 2}
+		if err := r.Run(t.Context(), plan); err != nil {
+			t.Fatal(err)
+		}
+		if len(hs.sockets) != 2 || hs.sockets[0] != want || hs.sockets[1] != want {
+			t.Errorf("%s: settler told sockets=%v, want %v each time", name, hs.sockets, want)
 		}
 	}
 }

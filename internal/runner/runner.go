@@ -161,7 +161,7 @@ type HostSettler interface {
 	// Settle is called before a repetition; it may wait, bounded, for
 	// the host to drain and fails only when ctx ends or nothing can be
 	// read.
-	Settle(ctx context.Context) (hoststate.State, error)
+	Settle(ctx context.Context, sockets bool) (hoststate.State, error)
 	// Done is called when that repetition has ended (also when it
 	// failed).
 	Done()
@@ -270,7 +270,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 							// runs on this machine only)
 							where := fmt.Sprintf("%s, %d instance(s), %s", job.Def.Name, n, repName(rep))
 							var err error
-							if stateTags, err = r.settle(ctx, settler, where, func(note string) {
+							if stateTags, err = r.settle(ctx, settler, job.Def.Needs.Network, where, func(note string) {
 								if r.Progress != nil {
 									r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start), Note: note})
 								}
@@ -314,7 +314,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 						var stateTags map[string]string
 						_, _, onRemote := remote.Machine(t.Platform)
 						if !onRemote {
-							if stateTags, err = r.settle(ctx, settler, where, func(note string) {
+							if stateTags, err = r.settle(ctx, settler, job.Def.Needs.Network, where, func(note string) {
 								if r.Progress != nil {
 									r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start), Note: note})
 								}
@@ -404,8 +404,8 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 // returns the state it starts from as sample tags; what did not drain is
 // told to note. Only a stopped run is an error: a host whose state cannot
 // be read runs on, unrecorded.
-func (r *Runner) settle(ctx context.Context, s HostSettler, where string, note func(string)) (map[string]string, error) {
-	st, err := s.Settle(ctx)
+func (r *Runner) settle(ctx context.Context, s HostSettler, sockets bool, where string, note func(string)) (map[string]string, error) {
+	st, err := s.Settle(ctx, sockets)
 	if err != nil {
 		if stoppedSoon(ctx) {
 			return nil, interrupted(ctx, where, err)
