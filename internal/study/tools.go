@@ -97,6 +97,12 @@ var PaperTools = []PaperTool{
 		Name: "iperf 2.1 (the host's, in the tools image; one server instance, N client instances, -w 64K)", Here: Same,
 		Params: &Item{Paper: "TCP with iperf's defaults: a 64 KByte window (section 7.2.4)", Here: Same},
 	},
+	{
+		Study: "004", Builtin: "cpu", Tool: "tool:sysbench-cpu",
+		Keep: []string{"threads", "max-prime", "events", "duration"}, Binaries: []string{"sysbench"}, Images: []string{"debian", "tools"},
+		Name: "sysbench 1.0 (Debian's, in the instance; --events=N --time=0)",
+		Here: "differs: sysbench 1.0 of today's Debian, not 0.4.12 (the same prime test; --events=N --time=0 is 0.4.12's fixed work, --max-requests)",
+	},
 	fio003("randread", "read"),
 	fio003("randwrite", "write"),
 }

@@ -218,3 +218,29 @@ func TestStudy003RunsFio(t *testing.T) {
 		t.Errorf("engine=threads was swapped: %q", h.Workloads)
 	}
 }
+
+// TestStudy004RunsSysbenchFixedWork: figure 3's fixed work is sysbench's
+// own (--events=N --time=0) at 1-8 threads, its total time; Table 2's
+// CPU row reads it too.
+func TestStudy004RunsSysbenchFixedWork(t *testing.T) {
+	f, _ := withTools(t, "004", ScalePaper, ToolsAuto, hasAll)
+	if !slices.Contains(f.Workloads, "tool:sysbench-cpu:events=10000,max-prime=10000,threads=1|2|4|6|8") {
+		t.Errorf("workloads %q", f.Workloads)
+	}
+	for _, id := range []string{"fig3a", "fig3b"} {
+		if e := experiment(t, f, id); !strings.HasPrefix(e.Workload, "tool:sysbench-cpu") || e.Metric != "total_time" {
+			t.Errorf("%s: %s %s", id, e.Workload, e.Metric)
+		}
+	}
+	row := experiment(t, f, "table2").Score.Rows["cpu"]
+	if row.Workload != "tool:sysbench-cpu:threads=1" || !slices.Equal(row.Metrics, []string{"total_time"}) {
+		t.Errorf("table 2's cpu row %+v", row)
+	}
+	if experiment(t, f, "table2").Workload != "tool:sysbench-cpu:threads=1" {
+		t.Errorf("table 2 selects %q", experiment(t, f, "table2").Workload)
+	}
+	orig, _ := Load("004")
+	if experiment(t, orig, "table2").Score.Rows["cpu"].Workload != "cpu:threads=1" {
+		t.Error("WithTools changed the loaded file's score rows")
+	}
+}

@@ -32,6 +32,10 @@ type CPU struct {
 	Threads  int
 	MaxPrime int
 	Duration time.Duration
+	// Events, when above 0, is fixed work: the threads share this many
+	// events and no time limit applies (--events=N --time=0, sysbench
+	// 0.4.12's --max-requests); the report's total time is the result.
+	Events int
 }
 
 // Memory parameters of `sysbench memory`.
@@ -84,6 +88,16 @@ func common(threads int, d time.Duration) []string {
 func (c CPU) Args() []string {
 	a := []string{"cpu"}
 	a = append(a, common(c.Threads, c.Duration)...)
+	if c.Events > 0 {
+		for i, x := range a {
+			switch {
+			case strings.HasPrefix(x, "--time="):
+				a[i] = "--time=0"
+			case strings.HasPrefix(x, "--events="):
+				a[i] = "--events=" + strconv.Itoa(c.Events)
+			}
+		}
+	}
 	return append(a, "--cpu-max-prime="+strconv.Itoa(c.MaxPrime), "run")
 }
 
@@ -320,4 +334,29 @@ func Parse(r io.Reader) ([]sample.Metric, error) {
 		}
 	}
 	return ms, nil
+}
+
+// ParseFixedWork reads the report of a fixed-work run (CPU.Events) and
+// returns Parse's metrics and total_time (s, the report's total time; the
+// slowest instance's over instances). The report must count exactly
+// events events: fewer means sysbench stopped early.
+func ParseFixedWork(r io.Reader, events int) ([]sample.Metric, error) {
+	var buf strings.Builder
+	rep, err := scan(io.TeeReader(r, &buf))
+	if err != nil {
+		return nil, err
+	}
+	ms, err := Parse(strings.NewReader(buf.String()))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !rep.hasTotalTime || !(rep.totalTime > 0) || math.IsInf(rep.totalTime, 0):
+		return nil, fmt.Errorf("sysbench: fixed work without a total time")
+	case !rep.hasTotalEvents:
+		return nil, fmt.Errorf("sysbench: fixed work without a count of events")
+	case rep.totalEvents != float64(events):
+		return nil, fmt.Errorf("sysbench: %v events done of the %d asked", rep.totalEvents, events)
+	}
+	return append(ms, sample.Metric{Name: "total_time", Value: rep.totalTime, Unit: "s", Better: sample.Lower, Agg: sample.Max}), nil
 }

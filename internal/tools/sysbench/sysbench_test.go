@@ -170,3 +170,47 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestFixedWork: --events=N --time=0 (study 004's figure 3, sysbench
+// 0.4.12's --max-requests), and its total time read back from 1.0's
+// report and from 0.4.12's; a count other than asked is an error.
+func TestFixedWork(t *testing.T) {
+	got := strings.Join(CPU{Threads: 4, MaxPrime: 10000, Duration: time.Second, Events: 10000}.Args(), " ")
+	if want := "cpu --threads=4 --time=0 --events=10000 --percentile=95 --cpu-max-prime=10000 run"; got != want {
+		t.Errorf("args %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		file   string
+		events int
+		total  float64
+	}{
+		{"sysbench-cpu-events-1.0.20.txt", 2000, 0.9938},
+		{"sysbench-cpu-0.4.12.txt", 10000, 42.9285},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := ParseFixedWork(bytes.NewReader(b), c.events)
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		var total float64
+		for _, m := range ms {
+			if m.Name == "total_time" {
+				total = m.Value
+			}
+		}
+		if total != c.total {
+			t.Errorf("%s: total_time %v, want %v (%v)", c.file, total, c.total, ms)
+		}
+		if _, err := ParseFixedWork(bytes.NewReader(b), c.events+1); err == nil || !strings.Contains(err.Error(), "events done of the") {
+			t.Errorf("%s: a short count: %v", c.file, err)
+		}
+	}
+	// A time-based report has no fixed count to check against.
+	b, _ := os.ReadFile(filepath.Join("testdata", "sysbench-fileio-prepare-1.0.20.txt"))
+	if _, err := ParseFixedWork(bytes.NewReader(b), 10); err == nil {
+		t.Error("a prepare step parsed as fixed work")
+	}
+}

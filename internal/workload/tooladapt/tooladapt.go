@@ -28,6 +28,7 @@ import (
 	"github.com/isobench/isobench/internal/tools/sockperf"
 	"github.com/isobench/isobench/internal/tools/sysbench"
 	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/cpu"
 )
 
 // Workload names.
@@ -58,15 +59,18 @@ func Defs() []workload.Def {
 	return []workload.Def{
 		{
 			Name: SysbenchCPU,
-			Help: "external sysbench cpu: primes up to max-prime per event; events/s, latency",
+			Help: "external sysbench cpu: primes up to max-prime per event; events/s, latency; events=N is fixed work (--events=N --time=0, sysbench 0.4.12's --max-requests): total_time",
 			Params: []workload.Param{
 				threadsParam(),
 				{Name: "max-prime", Kind: workload.Int, Default: "10000", Min: 3, Max: 1e9, Help: "upper limit of the primes verified per event"},
 				durationParam("10s"),
+				{Name: "events", Kind: workload.Int, Default: "0", Min: 0, Max: 1e12, Help: "fixed work: the threads share this many events and the metric is the total time (study 004); 0 = run for duration"},
 			},
-			Agent:    runSysbenchCPU,
-			Timeout:  timeout,
-			Estimate: workload.DurationPlus(500 * time.Millisecond),
+			Agent: runSysbenchCPU,
+			// the same work as isobench's cpu, so the same bounds
+			Timeout:   cpu.Def.Timeout,
+			Estimate:  cpu.Def.Estimate,
+			FixedWork: cpu.Def.FixedWork,
 		},
 		{
 			Name: SysbenchMemory,
@@ -184,13 +188,21 @@ func runSysbenchCPU(ctx context.Context, p workload.Params, ready workload.Barri
 	if err != nil {
 		return nil, err
 	}
-	args := sysbench.CPU{Threads: p.Int("threads"), MaxPrime: p.Int("max-prime"), Duration: p.Duration("duration")}.Args()
+	events := p.Int("events")
+	args := sysbench.CPU{Threads: p.Int("threads"), MaxPrime: p.Int("max-prime"), Duration: p.Duration("duration"), Events: events}.Args()
 	if err := barrier(ready); err != nil {
 		return nil, err
 	}
 	out, err := runTool(ctx, dir, bin, args...)
 	if err != nil {
 		return nil, err
+	}
+	if events > 0 {
+		ms, err := sysbench.ParseFixedWork(bytes.NewReader(out), events)
+		if err != nil {
+			return nil, fmt.Errorf("parsing sysbench output: %w", err)
+		}
+		return ms, nil
 	}
 	return parseSysbench(out)
 }
