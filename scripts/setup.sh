@@ -113,7 +113,7 @@ if [ "$what" = go-ok ]; then
 fi
 
 demo_pkgs=(docker.io busybox-static file iproute2)
-test_pkgs=("${demo_pkgs[@]}" sysbench mmdebstrap wrk apache2-utils redis-tools nginx apache2 redis-server mariadb-server fio iperf3 iperf sockperf hyperfine sqlite3 runc crun systemd-container lxc qemu-system-x86 linux-image-cloud-amd64 e2fsprogs podman lxd chromium openssh-server openssh-client iptables tmux vsftpd lftp samba smbclient postfix postal wget curl openjdk-17-jre-headless python3-pip python3-numpy)
+test_pkgs=("${demo_pkgs[@]}" sysbench mmdebstrap wrk apache2-utils redis-tools nginx apache2 redis-server mariadb-server fio iperf3 iperf sockperf hyperfine sqlite3 runc crun systemd-container lxc qemu-system-x86 linux-image-cloud-amd64 e2fsprogs podman lxd chromium openssh-server openssh-client iptables tmux vsftpd lftp samba smbclient postfix postal jmeter jmeter-ftp maven wget curl openjdk-17-jre-headless python3-pip python3-numpy)
 
 case "$what" in
   demo) pkgs=("${demo_pkgs[@]}") ;;

@@ -163,8 +163,29 @@ var (
 	SCPDef  = def(SCP, "scp (SFTP protocol) of a file or a tree to or from OpenSSH in the instance (study 002, tables 4-7): transfer time and MB/s, every byte verified; runs in the debian image (native: the host's sshd)", Download, Upload)
 	WgetDef = def(Wget, "wget of a file or a tree from Apache in the instance (study 002, tables 8-10): transfer time and MB/s, every byte verified; download only; runs in the debian image (native: the host's apache2)", Download)
 	SMBDef  = def(SMB, "smbclient get/put of a file or a tree from/to Samba in the instance (study 002, tables 8-10, NetBIOS): transfer time and MB/s, every byte verified; runs in the debian image (native: the host's samba)", Download, Upload)
-	FTPDef  = def(FTP, "lftp mirror of a file or a tree from/to vsftpd in the instance (study 004, figures 8-10; the study used JMeter): transfer time, MB/s and mean time per file, every byte verified; runs in the debian image (native: the host's vsftpd)", Download, Upload)
+	FTPDef  = ftpDef(def(FTP, "lftp mirror of a file or a tree from/to vsftpd in the instance (study 004, figures 8-10), or client=jmeter: the study's JMeter FTP sampler downloading every file; transfer time, MB/s and mean time per file, every byte verified; runs in the debian image (native: the host's vsftpd)", Download, Upload))
 )
+
+// FTP clients.
+const (
+	ClientLftp   = "lftp"
+	ClientJMeter = "jmeter"
+)
+
+// ftpDef adds the client choice to the ftp workload: lftp, or study 004's
+// JMeter (download only: its FTP sampler makes no folders on the server).
+func ftpDef(d workload.Def) workload.Def {
+	d.Params = append(d.Params, workload.Param{Name: "client", Kind: workload.Enum, Enum: []string{ClientLftp, ClientJMeter}, Default: ClientLftp,
+		Help: "lftp: one mirror of the data set; jmeter: JMeter 2.13's FTP sampler (study 004's client), one request per file, its own total time, rate and latency"})
+	check := d.Check
+	d.Check = func(p workload.Params) error {
+		if p.Str("client") == ClientJMeter && p.Str("direction") == Upload {
+			return errors.New("client=jmeter downloads only: JMeter's FTP sampler makes no folders on the server")
+		}
+		return check(p)
+	}
+	return d
+}
 
 func dataSpec(p workload.Params) (dataset.Spec, error) {
 	seed := uint64(p.Int("seed"))
@@ -231,7 +252,7 @@ func hostRun(ctx context.Context, proto string, p workload.Params, env workload.
 	if env.Instances < 1 {
 		return nil, errors.New("transfer: need at least one instance")
 	}
-	if err := needClient(proto); err != nil {
+	if err := needClient(proto, p); err != nil {
 		return nil, err
 	}
 	if env.Base.Image, err = service.EnsureImage(ctx, env.Platform, env.Base.Image); err != nil {
@@ -262,9 +283,12 @@ func clientBinary(proto string) (bin, pkg string) {
 	return "lftp", "lftp"
 }
 
-func needClient(proto string) error {
+func needClient(proto string, p workload.Params) error {
 	if proto == SMTP {
 		return nil // isobench's own client
+	}
+	if proto == FTP && p.Str("client") == ClientJMeter {
+		return needJMeter()
 	}
 	bin, pkg := clientBinary(proto)
 	if _, err := exec.LookPath(bin); err != nil {
@@ -632,9 +656,15 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	res := make([]workload.InstanceResult, 0, n*c)
 	for k, o := range outs {
 		ms := r.metrics(o.dur, files)
-		if o.cr.ms != nil {
+		switch {
+		case o.cr.ms != nil && mail:
 			// postal's count leaves out its last, partial minute
 			ms = append(o.cr.ms, sample.Metric{Name: "messages_reported", Value: float64(o.cr.sent), Unit: "count", Better: sample.Higher, Agg: sample.Sum})
+		case o.cr.ms != nil:
+			// JMeter's own times and rate (its JVM's start left out)
+			ms = append(o.cr.ms,
+				sample.Metric{Name: "files", Value: files, Unit: "count", Better: sample.Higher, Agg: sample.None},
+				sample.Metric{Name: "bytes", Value: float64(r.ds.Size), Unit: "B", Better: sample.Higher, Agg: sample.None})
 		}
 		if k%c == 0 {
 			ms = append(ms, ready[k/c]...)
@@ -648,6 +678,9 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		}
 		if mail {
 			tags["direction"] = Upload
+			tags["tool"] = r.p.Str("client")
+		}
+		if r.proto == FTP {
 			tags["tool"] = r.p.Str("client")
 		}
 		if nb > 0 {
@@ -756,6 +789,9 @@ func (r *run) prepareClient(s *server, j int, dir string, cr *clientResult) (fun
 		}
 		argv = []string{"smbclient", "//" + s.host + "/data", "-p", port, "-A", r.auth, "-m", "SMB3", "-E", "-c", cmd}
 	case FTP:
+		if r.p.Str("client") == ClientJMeter {
+			return r.jmeterClient(s, dir, cr)
+		}
 		cmd := "set net:max-retries 2; set net:timeout 60; set ftp:passive-mode on; set ftp:prefer-epsv no; mirror --no-perms data " + filepath.Join(dir, "data") + "; quit"
 		if upload {
 			cmd = "set net:max-retries 2; set net:timeout 60; set ftp:passive-mode on; set ftp:prefer-epsv no; mirror -R --no-perms " + filepath.Join(src, "data") + " " + remoteUp + "/data; quit"
