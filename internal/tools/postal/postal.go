@@ -274,3 +274,49 @@ func Parse(r io.Reader) (Result, error) {
 	}
 	return res, nil
 }
+
+// LogFile is the file postal writes in its working directory, one line per
+// message it sent: the body's MD5, the sender and the recipient
+// ("c27898ab5f38bb7e732c2a5544dfd94e <u2@x.test> <u2@x.test>").
+const LogFile = "postal.log"
+
+var reLogLine = regexp.MustCompile(`^[0-9a-f]{32} <[^<>\s]*> <[^<>\s]*>$`)
+
+// CountLog counts the messages of a postal.log: its complete lines (a line
+// postal is still writing, without its newline, is not counted). A
+// complete line of another form is an error.
+func CountLog(r io.Reader) (int, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return 0, fmt.Errorf("postal: reading %s: %w", LogFile, err)
+	}
+	text := string(b)
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	} else {
+		return 0, nil
+	}
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		if !reLogLine.MatchString(line) {
+			return 0, fmt.Errorf("postal: %s line %d %q is not \"MD5 <from> <to>\"", LogFile, n+1, line)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// reComplaint matches what postal prints when a message cannot go
+// through: it cannot connect, or the server refused it.
+var reComplaint = regexp.MustCompile(`^(Can't connect to .*|Server error:.*)$`)
+
+// Complaint is postal's first complaint in its output ("Can't connect to
+// 127.0.0.1 port 25.", "Server error:554 ..."), or "".
+func Complaint(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); reComplaint.MatchString(line) {
+			return line
+		}
+	}
+	return ""
+}

@@ -219,3 +219,37 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestCountLog counts postal.log's messages (a real log: postal -t 2 -m 4
+// -M 4 -c 1 against a local SMTP sink, its first 30 lines) and leaves out
+// a line still being written.
+func TestCountLog(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "postal-0.75-t2-postal.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := CountLog(bytes.NewReader(b)); err != nil || n != 30 {
+		t.Errorf("count %d, %v; want 30", n, err)
+	}
+	if n, err := CountLog(bytes.NewReader(append(b, []byte("c27898ab5f38bb7e")...))); err != nil || n != 30 {
+		t.Errorf("with a partial last line: %d, %v", n, err)
+	}
+	if n, err := CountLog(strings.NewReader("")); err != nil || n != 0 {
+		t.Errorf("empty: %d, %v", n, err)
+	}
+	if _, err := CountLog(strings.NewReader("time,messages\n")); err == nil {
+		t.Error("a line of another form was counted")
+	}
+	for file, want := range map[string]string{
+		"postal-0.75-closedport.stderr": "Can't connect to 127.0.0.1 port 12599.",
+		"postal-0.75-t2-rejects.stderr": "Server error:554 5.7.1 <user2@bad.example.test>: Recipient address rejected: Access denied",
+	} {
+		b, _ := os.ReadFile(filepath.Join("testdata", file))
+		if got := Complaint(string(b)); got != want {
+			t.Errorf("%s: complaint %q, want %q", file, got, want)
+		}
+	}
+	if c := Complaint("time,messages,data(K),errors,connections,SSL connections\n15:53,622,1491,0,623,0\n"); c != "" {
+		t.Errorf("a clean report complains %q", c)
+	}
+}

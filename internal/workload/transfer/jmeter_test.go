@@ -61,3 +61,42 @@ func TestNativeJMeter(t *testing.T) {
 }
 
 func TestDockerJMeter(t *testing.T) { runJMeter(t, "docker") }
+
+// TestNativePostalMessages: study 004's postal stopped after a count of
+// messages (the paper's "up to 500 messages" from 10 threads, fewer and
+// smaller here): messages/min over the time they took, every message
+// postal logged delivered; a lost message fails.
+func TestNativePostalMessages(t *testing.T) {
+	needHost(t, "postfix")
+	runPostalMessages(t, "native")
+}
+
+func TestDockerPostalMessages(t *testing.T) { runPostalMessages(t, "docker") }
+
+func runPostalMessages(t *testing.T, pl string) {
+	if testing.Short() {
+		t.Skip("runs postal")
+	}
+	needHost(t, "postal")
+	p := newPlatform(t, pl)
+	params := map[string]string{"client": "postal", "postal-messages": "40", "size": "64k", "threads": "4"}
+	res, err := runOne(t, transfer.SMTPDef, params, env(p, platform.Spec{}, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, m := range res[0].Metrics {
+		got[m.Name] = m.Value
+	}
+	if got["messages"] != 40 || !(got["messages_per_min"] > 0) || got["messages_reported"] < 40 || got["delivered"] < got["messages_reported"] || res[0].Tags["data"] != "postal/40/65536" {
+		t.Errorf("postal: %v %v", res[0].Tags, got)
+	}
+	t.Logf("%v", got)
+	params["inject"] = "truncate"
+	if _, err := runOne(t, transfer.SMTPDef, params, env(p, platform.Spec{}, 1)); err == nil {
+		t.Error("a lost message was not a failure")
+	} else {
+		t.Log(err)
+	}
+	p.check(t)
+}

@@ -39,6 +39,10 @@ var SMTPDef = workload.Def{
 	Needs: workload.Needs{Network: true, Servers: true},
 	Name:  SMTP,
 	Estimate: func(p workload.Params) time.Duration {
+		if p.Str("client") == "postal" && p.Int("postal-messages") > 0 {
+			// as isobench's client sends: ~40 MB/s into the Maildir
+			return workload.Seconds(3 + float64(p.Int("postal-messages"))*(float64(p.Size("size"))/40e6+0.02))
+		}
 		if p.Str("client") == "postal" {
 			return p.Duration("duration") + 3*time.Second
 		}
@@ -50,6 +54,7 @@ var SMTPDef = workload.Def{
 	Params: []workload.Param{
 		{Name: "client", Kind: workload.Enum, Enum: []string{"go", "postal"}, Default: "go", Help: "go: isobench's SMTP client sends exactly MESSAGES and every one is checked; postal: the study's postal runs for DURATION (messages/min over its complete minutes; the count delivered must equal the count postal sent)"},
 		{Name: "duration", Kind: workload.Duration, Default: "2m30s", Min: 130, Max: 86400, Help: "client=postal: how long postal runs (it needs more than 2 minutes for one complete minute)"},
+		{Name: "postal-messages", Kind: workload.Int, Default: "0", Min: 0, Max: 1_000_000, Help: "client=postal: stop postal once it has sent this many messages (study 004: 500), counted in its postal.log; messages/min over the time they took; 0: run for duration"},
 		{Name: "messages", Kind: workload.Int, Default: "500", Min: 1, Max: 1_000_000, Help: "messages each client sends"},
 		{Name: "size", Kind: workload.Size, Default: "25m", Min: 1, Max: 1 << 30, Help: "body bytes of each message"},
 		{Name: "threads", Kind: workload.Int, Default: "10", Min: 1, Max: 1000, Help: "SMTP connections per client sending at once"},
@@ -72,6 +77,9 @@ var SMTPDef = workload.Def{
 	},
 	Timeout: func(p workload.Params) time.Duration {
 		b := p.Size("size") * int64(p.Int("messages")) * int64(p.Int("clients"))
+		if p.Str("client") == "postal" && p.Int("postal-messages") > 0 {
+			return 10*time.Minute + time.Duration(int64(p.Int("postal-messages"))*p.Size("size")/(2<<20))*time.Second
+		}
 		if p.Str("client") == "postal" {
 			return 15*time.Minute + p.Duration("duration")
 		}
@@ -194,7 +202,7 @@ func waitQueueEmpty(ctx context.Context, pr *proc, queue string, timeout time.Du
 // for d with threads connections and bodies of size, stops it with
 // postal.StopSignal and returns its per-minute rates and the messages it
 // sent in all.
-func runPostal(ctx context.Context, tmp, addr string, threads int, size int64, d time.Duration) ([]sample.Metric, int64, error) {
+func runPostal(ctx context.Context, tmp, addr string, threads int, size int64, d time.Duration, messages int) ([]sample.Metric, int64, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, 0, err
@@ -222,6 +230,9 @@ func runPostal(ctx context.Context, tmp, addr string, threads int, size int64, d
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	if messages > 0 {
+		return postalMessages(ctx, cmd, done, &out, tmp, messages, size)
+	}
 	select {
 	case err := <-done:
 		return nil, 0, fmt.Errorf("postal exited by itself (%v): %s", err, lastLines(out.String(), 4))
@@ -471,4 +482,74 @@ func userIDs(name string) (int, int) {
 		}
 	}
 	return -1, -1
+}
+
+// postalMessages is a postal run stopped once it has sent messages
+// messages (study 004: "up to 500 messages"): its postal.log is read as it
+// grows, postal is stopped at the count, and the rate is the count over
+// the time it took. postal's first complaint (it cannot connect, the
+// server refuses a message) is the run's failure. It returns the metrics
+// and the messages postal logged in all (at least messages: some may have
+// completed while it stopped).
+func postalMessages(ctx context.Context, cmd *exec.Cmd, done chan error, out *bytes.Buffer, tmp string, messages int, size int64) ([]sample.Metric, int64, error) {
+	start := time.Now()
+	logFile := filepath.Join(tmp, postal.LogFile)
+	count := func() (int, error) {
+		f, err := os.Open(logFile)
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("postal: %w", err)
+		}
+		defer f.Close()
+		return postal.CountLog(f)
+	}
+	stop := func() {
+		cmd.Process.Signal(postal.StopSignal)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	// postal tells nothing as it sends: its log is polled
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return nil, 0, fmt.Errorf("postal exited by itself (%v): %s", err, lastLines(out.String(), 4))
+		case <-ctx.Done():
+			cmd.Process.Kill()
+			<-done
+			return nil, 0, ctx.Err()
+		case <-tick.C:
+		}
+		n, err := count()
+		if err != nil {
+			stop()
+			return nil, 0, err
+		}
+		if n < messages {
+			continue
+		}
+		took := time.Since(start)
+		stop() // out is complete only once postal has exited
+		if c := postal.Complaint(out.String()); c != "" {
+			return nil, 0, fmt.Errorf("postal: %s", c)
+		}
+		sent, err := count()
+		if err != nil {
+			return nil, 0, err
+		}
+		secs := took.Seconds()
+		return []sample.Metric{
+			{Name: "transfer_time", Value: secs, Unit: "s", Better: sample.Lower, Agg: sample.Max},
+			{Name: "messages_per_min", Value: float64(messages) * 60 / secs, Unit: "messages/min", Better: sample.Higher, Agg: sample.Sum},
+			{Name: "throughput", Value: float64(messages) * float64(size) / 1e6 / secs, Unit: "MB/s", Better: sample.Higher, Agg: sample.Sum},
+			{Name: "messages", Value: float64(messages), Unit: "count", Better: sample.Higher, Agg: sample.None},
+		}, int64(sent), nil
+	}
 }

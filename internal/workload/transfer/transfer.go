@@ -651,6 +651,9 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		data = "mail/" + r.p.Str("messages") + "/" + strconv.FormatInt(r.p.Size("size"), 10)
 		if r.p.Str("client") == "postal" {
 			data = "postal/" + r.p.Str("duration") + "/" + strconv.FormatInt(r.p.Size("size"), 10)
+			if n := r.p.Int("postal-messages"); n > 0 {
+				data = "postal/" + strconv.Itoa(n) + "/" + strconv.FormatInt(r.p.Size("size"), 10)
+			}
 		}
 	}
 	res := make([]workload.InstanceResult, 0, n*c)
@@ -746,7 +749,7 @@ func (r *run) prepareClient(s *server, j int, dir string, cr *clientResult) (fun
 		addr := net.JoinHostPort(s.host, port)
 		if r.p.Str("client") == "postal" {
 			return func(ctx context.Context) error {
-				ms, sent, err := runPostal(ctx, dir, addr, r.p.Int("threads"), r.p.Size("size"), r.p.Duration("duration"))
+				ms, sent, err := runPostal(ctx, dir, addr, r.p.Int("threads"), r.p.Size("size"), r.p.Duration("duration"), r.p.Int("postal-messages"))
 				if cr != nil {
 					cr.ms, cr.sent = ms, sent
 				}
