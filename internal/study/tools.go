@@ -103,6 +103,18 @@ var PaperTools = []PaperTool{
 		Name: "sysbench 1.0 (Debian's, in the instance; --events=N --time=0)",
 		Here: "differs: sysbench 1.0 of today's Debian, not 0.4.12 (the same prime test; --events=N --time=0 is 0.4.12's fixed work, --max-requests)",
 	},
+	{
+		Study: "004", Builtin: "ftp", Tool: "ftp",
+		Keep: []string{"direction", "file", "tree", "seed", "clients", "neighbours", "neighbours-busy", "inject"}, Set: map[string]string{"client": "jmeter"},
+		Binaries: []string{"jmeter"},
+		Name:     "JMeter 2.13's FTP sampler (Debian's, on the host; a plan isobench writes, one request per file)", Here: Same,
+	},
+	{
+		Study: "004", Builtin: "smtp", Tool: "smtp",
+		Keep: []string{"size", "threads", "clients", "neighbours", "neighbours-busy", "inject"}, Rename: map[string]string{"messages": "postal-messages"},
+		Set: map[string]string{"client": "postal"}, Binaries: []string{"postal"},
+		Name: "postal 0.75 (Debian's, on the host; stopped once it has sent the messages)", Here: Same,
+	},
 	fio003("randread", "read"),
 	fio003("randwrite", "write"),
 }
@@ -295,7 +307,7 @@ func (f *File) swap(t PaperTool) (int, error) {
 		if e.Workload == "" || err != nil || es.Name != sel.Name {
 			continue
 		}
-		p, ok := t.translate(es.Params, false)
+		p, ok := t.translate(es.Params, true)
 		if !ok {
 			continue
 		}
@@ -344,7 +356,7 @@ func (f *File) swap(t PaperTool) (int, error) {
 			if err != nil || rs.Name != sel.Name {
 				continue
 			}
-			p, ok := t.translate(rs.Params, false)
+			p, ok := t.translate(rs.Params, true)
 			if !ok || !f.selectsAny(spec.Spec{Name: t.Tool, Params: p}) {
 				continue
 			}

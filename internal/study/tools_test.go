@@ -67,7 +67,7 @@ func TestStudy000RunsSysbenchAndIperf2(t *testing.T) {
 	if f.Image != "tools" {
 		t.Errorf("image %q, want tools", f.Image)
 	}
-	for id, w := range map[string]string{"fig3": "tool:sysbench-cpu", "fig4": "tool:sysbench-memory", "fig7": "tool:iperf2", "fig5": "blockio"} {
+	for id, w := range map[string]string{"fig3": "tool:sysbench-cpu", "fig4": "tool:sysbench-memory", "fig7": "tool:iperf2:window=64k", "fig5": "blockio"} {
 		e := experiment(t, f, id)
 		if e.Workload != w {
 			t.Errorf("%s selects %q, want %q", id, e.Workload, w)
@@ -242,5 +242,31 @@ func TestStudy004RunsSysbenchFixedWork(t *testing.T) {
 	orig, _ := Load("004")
 	if experiment(t, orig, "table2").Score.Rows["cpu"].Workload != "cpu:threads=1" {
 		t.Error("WithTools changed the loaded file's score rows")
+	}
+}
+
+// TestStudy004RunsJMeterAndPostal: figures 8-10 run JMeter's FTP sampler
+// against vsftpd, figure 11 postal stopped after the paper's 500 messages
+// of 25 MB from 10 threads (20 of 1 MB at quick under --tools paper); the
+// ledger says the tool is the paper's.
+func TestStudy004RunsJMeterAndPostal(t *testing.T) {
+	f, _ := withTools(t, "004", ScalePaper, ToolsAuto, hasAll)
+	for _, w := range []string{"ftp:client=jmeter,direction=download,file=100m", "smtp:client=postal,postal-messages=500,size=25m,threads=10"} {
+		if !slices.Contains(f.Workloads, w) {
+			t.Errorf("no %s in %q", w, f.Workloads)
+		}
+	}
+	for id, w := range map[string]string{"fig8": "ftp:client=jmeter", "fig9": "ftp:client=jmeter", "fig10": "ftp:client=jmeter", "fig11": "smtp:client=postal"} {
+		e := experiment(t, f, id)
+		if e.Workload != w {
+			t.Errorf("%s selects %q, want %q", id, e.Workload, w)
+		}
+		if tool, _ := f.Study.Ledger(e, f.Reps).Get("tool"); !tool.IsSame() {
+			t.Errorf("%s: ledger tool %+v", id, tool)
+		}
+	}
+	q, _ := withTools(t, "004", ScaleQuick, ToolsPaper, hasAll)
+	if !slices.Contains(q.Workloads, "smtp:client=postal,postal-messages=20,size=1m,threads=10") {
+		t.Errorf("quick: %q", q.Workloads)
 	}
 }
