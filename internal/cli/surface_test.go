@@ -23,7 +23,7 @@ func TestRunDryRunPreviewsAStudyFile(t *testing.T) {
 	if code := Main(context.Background(), st, []string{"run", path, "--dry-run", "--db", db}); code != 0 {
 		t.Fatalf("dry run: exit %d: %s", code, errb)
 	}
-	for _, want := range []string{"study 004 (quick scale)", "× 4 platforms × 3 repetitions = 156 runs", "http:"} {
+	for _, want := range []string{"study 004 (quick scale)", "× 5 platforms × 3 repetitions = 195 runs", "http:"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("plan lacks %q:\n%s", want, out)
 		}
