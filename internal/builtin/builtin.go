@@ -14,6 +14,7 @@ import (
 	"github.com/isobench/isobench/internal/workload/disk"
 	"github.com/isobench/isobench/internal/workload/fsbench"
 	"github.com/isobench/isobench/internal/workload/lifecycle"
+	"github.com/isobench/isobench/internal/workload/mapreduce"
 	"github.com/isobench/isobench/internal/workload/memory"
 	"github.com/isobench/isobench/internal/workload/netbench"
 	"github.com/isobench/isobench/internal/workload/service"
@@ -44,11 +45,12 @@ func Workloads() workload.Registry {
 	}
 	defs = append(defs, tooladapt.Defs()...)
 	defs = append(defs, tooladapt.NetDefs()...) // iperf 2's server and clients in instances, incl. the hidden halves
-	defs = append(defs, netbench.Defs()...)  // incl. the hidden _net-server, _net-client halves
-	defs = append(defs, lifecycle.Defs()...) // incl. the hidden _spin load
-	defs = append(defs, service.Defs()...)   // incl. the hidden _service, _service-log halves
-	defs = append(defs, transfer.Defs()...)  // incl. the hidden _transfer half
-	defs = append(defs, spark.Defs()...)     // HiBench on Spark (study 003), incl. the hidden cluster halves
+	defs = append(defs, netbench.Defs()...)     // incl. the hidden _net-server, _net-client halves
+	defs = append(defs, lifecycle.Defs()...)    // incl. the hidden _spin load
+	defs = append(defs, service.Defs()...)      // incl. the hidden _service, _service-log halves
+	defs = append(defs, transfer.Defs()...)     // incl. the hidden _transfer half
+	defs = append(defs, spark.Defs()...)        // HiBench on Spark (study 003), incl. the hidden cluster halves
+	defs = append(defs, mapreduce.Defs()...)    // HiBench's jobs on Hadoop MapReduce (study 003), incl. the hidden job half
 	r, err := workload.NewRegistry(defs...)
 	if err != nil {
 		// The list above is fixed at compile time; a duplicate is a
