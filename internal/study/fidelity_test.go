@@ -81,7 +81,7 @@ var studyPins = map[string]struct {
 			"fig7-set":        {kinds: "CSCCCC", tool: []string{"redis-benchmark", "Redis 3.0.8"}, params: []string{"pipeline 16", "1 to 16", "SET"}, platforms: []string{"ECS", "GKE"}, layout: []string{"not stated"}},
 			"fig8a":           {kinds: "CCCCCC", tool: []string{"SysBench", "MySQL 5.5"}, params: []string{"1000000 records", "1 to 16 threads", "read only"}, platforms: []string{"ECS", "GKE"}, layout: []string{"not stated"}},
 			"fig8b":           {kinds: "CCCCCC", tool: []string{"SysBench", "MySQL 5.5"}, params: []string{"1000000 records", "1 to 16 threads", "read and write"}, platforms: []string{"ECS", "GKE"}, layout: []string{"not stated"}},
-			"fig9":            {kinds: "CCCCCC", tool: []string{"HiBench", "Hadoop 2.7.2"}, params: []string{"WordCount 10 GB", "TeraSort 10 GB", "PageRank 0.5 GB", "K-means 4 GB"}, layout: []string{"8 computing nodes"}},
+			"fig9":            {kinds: "CCCHSS", tool: []string{"HiBench", "Hadoop 2.7.2"}, params: []string{"WordCount 10 GB", "TeraSort 10 GB", "PageRank 0.5 GB", "K-means 4 GB"}, layout: []string{"8 computing nodes"}},
 			"fig10-wordcount": {kinds: "CCCHSS", tool: []string{"HiBench", "Spark 1.6.0"}, params: []string{"WordCount", "10 GB"}, layout: []string{"8 computing nodes"}},
 			"fig10-terasort":  {kinds: "CCCHSS", tool: []string{"HiBench", "Spark 1.6.0"}, params: []string{"TeraSort", "10 GB"}, layout: []string{"8 computing nodes"}},
 			"fig10-pagerank":  {kinds: "CCCHSS", tool: []string{"HiBench", "Spark 1.6.0"}, params: []string{"PageRank", "0.5 GB"}, layout: []string{"8 computing nodes"}},

@@ -57,7 +57,7 @@ const systemBoot = 4 * time.Second
 // ownImage are the workloads that choose an image with no init system
 // for their instances (spark's): a system container (init=system) refuses
 // them at once, so their cells there cost nothing and give nothing.
-var ownImage = map[string]string{"spark": "spark", "spark-cluster": "spark"}
+var ownImage = map[string]string{"spark": "spark", "spark-cluster": "spark", "mapreduce": "spark"}
 
 // refuses reports whether platform label pl refuses workload name at
 // once, and why.

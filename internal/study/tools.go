@@ -115,6 +115,10 @@ var PaperTools = []PaperTool{
 		Set: map[string]string{"client": "postal"}, Binaries: []string{"postal"},
 		Name: "postal 0.75 (Debian's, on the host; stopped once it has sent the messages)", Here: Same,
 	},
+	{
+		Study: "003", Tool: "mapreduce", Binaries: []string{"java", "mvn"},
+		Name: "Hadoop 3.3.6 MapReduce (local mode in each instance; its jars from Maven Central)",
+	},
 	fio003("randread", "read"),
 	fio003("randwrite", "write"),
 }
@@ -196,17 +200,41 @@ func (f File) WithTools(mode string, has func(bin string) bool) (File, []string,
 	if len(tools) == 0 {
 		return f, nil, nil
 	}
+	out := f.clone()
+	out.Study.Experiments = slices.Clone(f.Study.Experiments)
+	var notes []string
+	// The paper's tools with no isobench equivalent (Hadoop) run unless
+	// --tools builtin or the host lacks them.
+	for _, t := range tools {
+		if t.Builtin != "" {
+			continue
+		}
+		why := "--tools builtin runs isobench's own workloads only, and isobench has none for it"
+		if mode != ToolsBuiltin {
+			missing := slices.DeleteFunc(slices.Clone(t.Binaries), has)
+			if len(missing) == 0 {
+				notes = append(notes, t.Name+" runs (isobench has no workload of its own for it)")
+				continue
+			}
+			why = strings.Join(missing, ", ") + " is not on this host"
+		}
+		out.drop(t, why)
+		notes = append(notes, fmt.Sprintf("%s: not run: %s", t.Name, why))
+	}
 	if !use {
 		why := "--tools builtin"
 		if mode != ToolsBuiltin {
 			why = fmt.Sprintf("the %s scale runs isobench's own; --tools paper runs the paper's", f.Study.Scale)
 		}
-		return f, []string{"isobench's own workloads run in place of the paper's tools (" + why + ")"}, nil
+		if slices.ContainsFunc(tools, func(t PaperTool) bool { return t.Builtin != "" }) {
+			notes = append(notes, "isobench's own workloads run in place of the paper's tools ("+why+")")
+		}
+		return out, notes, nil
 	}
-	out := f.clone()
-	out.Study.Experiments = slices.Clone(f.Study.Experiments)
-	var notes []string
 	for _, t := range tools {
+		if t.Builtin == "" {
+			continue
+		}
 		if missing := slices.DeleteFunc(slices.Clone(t.Binaries), has); len(missing) > 0 {
 			notes = append(notes, fmt.Sprintf("%s: isobench's %s runs: %s is not on this host", t.Name, builtinName(t), strings.Join(missing, ", ")))
 			continue
@@ -425,6 +453,37 @@ func (f *File) swapScales(t PaperTool, sel spec.Spec) {
 				}
 				if f.selectsAny(ks) || !ok1 || !ok2 {
 					params[k] = kv
+				}
+			}
+			sc.Params = params
+		}
+		scales[name] = sc
+	}
+	f.Study.Scales = scales
+}
+
+// drop removes the entries of a paper's tool that has no isobench
+// equivalent, its scales' keys, and makes the experiments that select it
+// not runnable, saying why.
+func (f *File) drop(t PaperTool, why string) {
+	f.Workloads = slices.DeleteFunc(f.Workloads, func(w string) bool {
+		sp, err := spec.Parse(w)
+		return err == nil && sp.Name == t.Tool
+	})
+	for i, e := range f.Study.Experiments {
+		if es, err := spec.Parse(e.Workload); err == nil && e.Workload != "" && es.Name == t.Tool {
+			e.Pending, e.Workload = []string{e.Workload}, ""
+			e.NotRunnable = t.Name + ": " + why
+			f.Study.Experiments[i] = e
+		}
+	}
+	scales := make(map[string]Scale, len(f.Study.Scales))
+	for name, sc := range f.Study.Scales {
+		if len(sc.Params) > 0 {
+			params := map[string]string{}
+			for k, v := range sc.Params {
+				if ks, err := spec.Parse(k); err != nil || ks.Name != t.Tool {
+					params[k] = v
 				}
 			}
 			sc.Params = params

@@ -72,10 +72,11 @@ var Def = workload.Def{
 	Help:   "Hadoop " + hadoop.Version + " MapReduce (study 003, figure 9: HiBench's wordcount and terasort) in local mode in every instance: a JVM (the spark image's Java 17; natively the host's) and Hadoop's jars from Maven (fetched once into the local Maven repository, copied in untimed), input generated in the instance (terasort: by TeraGen), output verified; job_duration from the job's own log",
 	Params: commonParams(),
 	Host:   hostRun,
-	// a JVM start and ~20 MB/s on a loaded 2-core host, plus copying
-	// ~64 MB of jars into each instance
+	// copying ~64 MB of jars into each instance, TeraGen's and the job's
+	// JVMs (~3 s each here), then ~20 MB/s on a loaded 2-core host for
+	// generating and for the job
 	Estimate: func(p workload.Params) time.Duration {
-		return workload.Seconds(20 + 2*float64(p.Size("size"))/20e6)
+		return workload.Seconds(10 + 2*float64(p.Size("size"))/20e6)
 	},
 	FixedWork: func(workload.Params) bool { return true },
 	Timeout:   timeout,
