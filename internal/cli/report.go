@@ -159,6 +159,10 @@ func studyForReport(arg string, rec Study, recOK bool) (study.File, error) {
 				f = g
 			}
 		}
+		// the paper's tools the run ran in place of isobench's workloads
+		if g, err := f.WithToolsOf(rec.Workloads); err == nil {
+			f = g
+		}
 		if len(rec.Platforms) > 0 {
 			f.Platforms = rec.Platforms
 		}

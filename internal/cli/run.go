@@ -63,6 +63,7 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	resume := fs.Int64("resume", 0, "`RUN`: continue run RUN of --db (interrupted, failed or crashed) from its first unfinished repetition, with its plan")
 	trustHosts := fs.Bool("trust-hosts", false, "let the study file (or the resumed run's stored plan) name the hosts isobench connects to over SSH with your keys (hosts:, host=, key=, binary=); without it such a file is refused: give the hosts with --host")
 	dry := fs.Bool("dry-run", false, "print the plan (cells, runs, time estimate, what cannot run) and exit: nothing is contacted or started")
+	tools := fs.String("tools", "", "`auto|paper|builtin`: for a built-in study's file (study: block), run the paper's own tools where this host has them (auto: at the paper's and the standard scale) or isobench's own workloads only (builtin); default: the file as written")
 	htmlOut := fs.String("html", "", "`FILE`: where to write the run's HTML report (default: next to --db, DB-runN.html; 'none' for no page)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -145,6 +146,11 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	}
 	if set["image"] {
 		study.Image = *image
+	}
+	if set["tools"] {
+		if err := withTools(st, &study, *tools); err != nil {
+			return err
+		}
 	}
 	plan, targets, err := st.plan(&study)
 	if err != nil {
@@ -534,6 +540,29 @@ func printPlan(st *State, s Study) error {
 	p.Print(st.Stdout)
 	if s.Reps == "auto" {
 		fmt.Fprintf(st.Stdout, "reps auto: %s is the cap; cells stop sooner once every median is precise enough\n", f.Reps)
+	}
+	return nil
+}
+
+// withTools applies --tools to a study file's matrix: the paper's tools in
+// place of isobench's workloads, or isobench's own (study.File.WithTools),
+// saying on stderr what runs.
+func withTools(st *State, s *Study, mode string) error {
+	if s.About == nil {
+		return usage("--tools %s: the file has no study: block (a built-in study's, from 'isobench study show'): there is no paper whose tools to choose", mode)
+	}
+	f := study.File{Platforms: s.Platforms, Workloads: s.Workloads, Instances: s.Instances, Reps: s.Reps, Warmup: s.Warmup,
+		Baseline: s.Baseline, Image: s.Image, Study: s.About}
+	g, notes, err := f.WithTools(mode, study.HostHas)
+	if err != nil {
+		return usage("%v", err)
+	}
+	if err := g.Check(); err != nil {
+		return usage("--tools %s: %v", mode, err)
+	}
+	s.Workloads, s.Image, s.About = g.Workloads, g.Image, g.Study
+	for _, n := range notes {
+		fmt.Fprintf(st.Stderr, "tools: %s\n", n)
 	}
 	return nil
 }

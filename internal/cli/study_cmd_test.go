@@ -258,3 +258,36 @@ func TestStudyTools(t *testing.T) {
 		t.Errorf("--tools bogus: exit %d", code)
 	}
 }
+
+// TestRunTools: 'run FILE --tools builtin' runs isobench's own workloads
+// from a file 'study show' wrote with the paper's tools, and --tools paper
+// the tools again; a file without a study: block refuses --tools.
+func TestRunTools(t *testing.T) {
+	st, out, errb := newTestState(t)
+	if code := Main(context.Background(), st, []string{"study", "show", "000", "--scale", "quick", "--tools", "paper"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(path, out.Bytes(), 0o644)
+	out.Reset()
+	errb.Reset()
+	if code := Main(context.Background(), st, []string{"run", path, "--tools", "builtin", "--dry-run"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if strings.Contains(out.String(), "tool:") || !strings.Contains(out.String(), "cpu:") || !strings.Contains(errb.String(), "tools: isobench's own workloads run in place of the paper's tools (--tools builtin)") {
+		t.Errorf("run --tools builtin:\n%s\n%s", out, errb)
+	}
+	out.Reset()
+	if code := Main(context.Background(), st, []string{"run", path, "--tools", "paper", "--dry-run"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if study.HostHas("sysbench") && !strings.Contains(out.String(), "tool:sysbench-cpu") {
+		t.Errorf("run --tools paper:\n%s", out)
+	}
+	plain := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(plain, []byte("platforms: [native]\nworkloads: [cpu]\n"), 0o644)
+	errb.Reset()
+	if code := Main(context.Background(), st, []string{"run", plain, "--tools", "builtin", "--dry-run"}); code != ExitUsage || !strings.Contains(errb.String(), "no study: block") {
+		t.Errorf("a plain file with --tools: exit %d, %s", code, errb)
+	}
+}

@@ -229,6 +229,7 @@ func Sections(f File, cells []report.Cell, absent map[string]string) (*report.St
 		if err != nil {
 			continue // Check reports it
 		}
+		sec.Notes = append(sec.Notes, "tool here: "+ProducedBy(m.ID, e))
 		var all []report.Cell
 		for _, metric := range experimentMetrics(e) {
 			cs := selectCells(drawn, sel, metric)

@@ -1,6 +1,7 @@
 package study
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"os"
@@ -199,6 +200,18 @@ func (f File) WithTools(mode string, has func(bin string) bool) (File, []string,
 	tools := ToolsFor(f.Study.ID)
 	if len(tools) == 0 {
 		return f, nil, nil
+	}
+	if mode == ToolsBuiltin {
+		var notes []string
+		for _, t := range tools {
+			if t.Builtin == "" {
+				notes = append(notes, t.Name+": not run: --tools builtin runs isobench's own workloads only, and isobench has none for it")
+			}
+		}
+		if slices.ContainsFunc(tools, func(t PaperTool) bool { return t.Builtin != "" }) {
+			notes = append(notes, "isobench's own workloads run in place of the paper's tools (--tools builtin)")
+		}
+		return f.WithoutTools(), notes, nil
 	}
 	out := f.clone()
 	out.Study.Experiments = slices.Clone(f.Study.Experiments)
@@ -491,4 +504,282 @@ func (f *File) drop(t PaperTool, why string) {
 		scales[name] = sc
 	}
 	f.Study.Scales = scales
+}
+
+// back turns a tool's entry (or selector) parameters into the builtin's:
+// the tool's fixed values must be there (an entry) and are dropped, the
+// rest translate back; ok is false when something has no translation.
+// set adds the builtin selector's own values (entries and selectors).
+func (t PaperTool) back(params map[string]string, entry bool) (map[string]string, bool) {
+	sel, _ := spec.Parse(t.Builtin)
+	inv := map[string]string{}
+	for b, tk := range t.Rename {
+		inv[tk] = b
+	}
+	out := map[string]string{}
+	for k, v := range params {
+		if sv, ok := t.Set[k]; ok {
+			if v != sv {
+				return nil, false
+			}
+			continue
+		}
+		b := k
+		if r, ok := inv[k]; ok {
+			b = r
+		} else if !slices.Contains(t.Keep, k) {
+			return nil, false
+		}
+		if vm, ok := t.Values[b]; ok {
+			var vs []string
+			for _, x := range strings.Split(v, "|") {
+				found := ""
+				for bv, tv := range vm {
+					if tv == x {
+						found = bv
+					}
+				}
+				if found == "" {
+					return nil, false
+				}
+				vs = append(vs, found)
+			}
+			v = strings.Join(vs, "|")
+		}
+		out[b] = v
+	}
+	if entry {
+		for k := range t.Set {
+			if _, ok := params[k]; !ok {
+				return nil, false // not an entry this tool's swap made
+			}
+		}
+	}
+	for k, v := range sel.Params {
+		if ov, ok := out[k]; ok && ov != v {
+			return nil, false // another builtin entry (disk:pattern=randwrite for randread's tool)
+		}
+	}
+	maps.Copy(out, sel.Params)
+	return out, true
+}
+
+// WithoutTools undoes WithTools on a study file (one 'study show' wrote,
+// perhaps edited): the paper's tools' entries become isobench's own
+// workloads again, with the experiments, score rows, findings and scale
+// keys that select them, and their ledger items as the built-in study
+// states them (else "differs: isobench's own"); a tool with no isobench
+// equivalent is left out, its experiment not runnable.
+func (f File) WithoutTools() File {
+	if f.Study == nil {
+		return f
+	}
+	out := f.clone()
+	out.Study.Experiments = slices.Clone(f.Study.Experiments)
+	orig, _ := Load(f.Study.ID)
+	origExp := map[string]Experiment{}
+	if orig.Study != nil {
+		for _, e := range orig.Study.Experiments {
+			origExp[e.ID] = e
+		}
+	}
+	for _, t := range ToolsFor(f.Study.ID) {
+		if t.Builtin == "" {
+			out.drop(t, "--tools builtin runs isobench's own workloads only, and isobench has none for it")
+			continue
+		}
+		sel, _ := spec.Parse(t.Builtin)
+		inv := map[string]string{}
+		for b, m := range t.Metrics {
+			inv[m] = b
+		}
+		metric := func(m string) string {
+			if b, ok := inv[m]; ok {
+				return b
+			}
+			return m
+		}
+		for i, w := range out.Workloads {
+			sp, err := spec.Parse(w)
+			if err != nil || sp.Name != t.Tool {
+				continue
+			}
+			if p, ok := t.back(sp.Params, true); ok {
+				out.Workloads[i] = spec.Spec{Name: sel.Name, Params: p}.String()
+			}
+		}
+		for i, e := range out.Study.Experiments {
+			es, err := spec.Parse(e.Workload)
+			if e.Workload == "" || err != nil || es.Name != t.Tool {
+				continue
+			}
+			p, ok := t.back(es.Params, false)
+			if !ok || !out.selectsAny(spec.Spec{Name: sel.Name, Params: p}) {
+				continue
+			}
+			e.Workload = spec.Spec{Name: sel.Name, Params: p}.String()
+			e.Metric = metric(e.Metric)
+			if e.Metrics != nil {
+				e.Metrics = slices.Clone(e.Metrics)
+				for j, m := range e.Metrics {
+					e.Metrics[j] = metric(m)
+				}
+			}
+			if e.Findings != nil {
+				e.Findings = slices.Clone(e.Findings)
+				for j, fd := range e.Findings {
+					if fd.Metric != "" {
+						fd.Metric = metric(fd.Metric)
+					}
+					e.Findings[j] = fd
+				}
+			}
+			if e.Fidelity != nil {
+				fd := *e.Fidelity
+				if o, ok := origExp[e.ID]; ok && o.Fidelity != nil {
+					fd.Tool, fd.Params = o.Fidelity.Tool, o.Fidelity.Params
+				} else if fd.Tool != nil {
+					fd.Tool = &Item{Paper: fd.Tool.Paper, Here: "differs: isobench's " + sel.Name + " in place of " + t.Name}
+				}
+				e.Fidelity = &fd
+			}
+			out.Study.Experiments[i] = e
+		}
+		for i, e := range out.Study.Experiments {
+			if e.Score == nil {
+				continue
+			}
+			sc := *e.Score
+			sc.Rows = maps.Clone(e.Score.Rows)
+			for name, row := range sc.Rows {
+				rs, err := spec.Parse(row.Workload)
+				if err != nil || rs.Name != t.Tool {
+					continue
+				}
+				if p, ok := t.back(rs.Params, false); ok {
+					row.Workload = spec.Spec{Name: sel.Name, Params: p}.String()
+					row.Metrics = slices.Clone(row.Metrics)
+					for j, m := range row.Metrics {
+						row.Metrics[j] = metric(m)
+					}
+					sc.Rows[name] = row
+				}
+			}
+			out.Study.Experiments[i].Score = &sc
+		}
+		scales := make(map[string]Scale, len(out.Study.Scales))
+		for name, sc := range out.Study.Scales {
+			if len(sc.Params) > 0 {
+				params := map[string]string{}
+				for k, kv := range sc.Params {
+					ks, err := spec.Parse(k)
+					if err != nil || ks.Name != t.Tool {
+						params[k] = kv
+						continue
+					}
+					kp, ok1 := t.back(ks.Params, false)
+					over, err := spec.Parse(ks.Name + ":" + kv)
+					var vp map[string]string
+					ok2 := err == nil
+					if ok2 {
+						vp, ok2 = t.back(over.Params, false)
+						for k := range sel.Params {
+							delete(vp, k)
+						}
+					}
+					if ok1 && ok2 && len(vp) > 0 {
+						params[spec.Spec{Name: sel.Name, Params: kp}.String()] = spec.Canonical(vp)
+					} else {
+						params[k] = kv
+					}
+				}
+				sc.Params = params
+			}
+			scales[name] = sc
+		}
+		out.Study.Scales = scales
+	}
+	if out.Image == "tools" && orig.Study != nil {
+		out.Image = orig.Image
+	}
+	return out
+}
+
+// realTools name the real tools the service and transfer workloads drive
+// (by workload, and by its tool or client parameter).
+var realTools = map[string]string{
+	"redis":     "redis-benchmark against redis-server (Debian's)",
+	"oltp":      "sysbench 1.0's OLTP scripts against MariaDB (Debian's)",
+	"http":      "%s against %s (Debian's)",
+	"scp":       "scp against OpenSSH (Debian's)",
+	"wget":      "wget against Apache (Debian's)",
+	"smb":       "smbclient against Samba (Debian's)",
+	"ftp":       "lftp against vsftpd (Debian's)",
+	"smtp":      "isobench's SMTP client against Postfix",
+	"footprint": "isobench's footprint (cgroup and /proc accounting)",
+}
+
+// ProducedBy names what produces experiment e's figure in study id: the
+// paper's tool when it runs (PaperTools), a real tool a workload drives,
+// or isobench's own workload, saying what it re-implements.
+func ProducedBy(id string, e Experiment) string {
+	sel, err := spec.Parse(e.Workload)
+	if e.Workload == "" || err != nil {
+		return ""
+	}
+	for _, t := range PaperTools {
+		if t.Study != id || t.Tool != sel.Name {
+			continue
+		}
+		ok := true
+		for k, v := range t.Set {
+			ok = ok && sel.Params[k] == v
+		}
+		if ok {
+			return t.Name
+		}
+	}
+	if r := reimplementedBy(e); r != "" {
+		return r
+	}
+	switch n := realTools[sel.Name]; {
+	case sel.Name == "http":
+		tool, server := cmp.Or(sel.Params["tool"], "ab"), cmp.Or(sel.Params["server"], "nginx")
+		return fmt.Sprintf(n, tool, server)
+	case n != "":
+		return n
+	case strings.HasPrefix(sel.Name, "tool:"):
+		return strings.TrimPrefix(sel.Name, "tool:") + " (the host's, in the instance)"
+	}
+	return "isobench's " + sel.Name
+}
+
+// WithToolsOf takes the study with the paper's tools that a run's
+// workloads show it ran (a report of a stored run names what produced each
+// figure): a tool counts as run when one of ran is its workload with its
+// fixed values.
+func (f File) WithToolsOf(ran []string) (File, error) {
+	if f.Study == nil {
+		return f, nil
+	}
+	did := map[string]bool{}
+	for _, t := range ToolsFor(f.Study.ID) {
+		for _, w := range ran {
+			sp, err := spec.Parse(w)
+			if err != nil || sp.Name != t.Tool {
+				continue
+			}
+			ok := true
+			for k, v := range t.Set {
+				ok = ok && sp.Params[k] == v
+			}
+			if ok {
+				for _, b := range t.Binaries {
+					did[b] = true
+				}
+			}
+		}
+	}
+	g, _, err := f.WithTools(ToolsPaper, func(b string) bool { return did[b] })
+	return g, err
 }

@@ -315,3 +315,82 @@ func TestStudy003RunsHadoop(t *testing.T) {
 		}
 	}
 }
+
+// TestWithoutToolsUndoesTheSwap: a file 'study show' wrote with the
+// paper's tools, run with --tools builtin, is the built-in study with
+// isobench's own workloads again: entries, selectors, metrics, score rows,
+// scale keys, image and ledger.
+func TestWithoutToolsUndoesTheSwap(t *testing.T) {
+	for _, id := range IDs() {
+		for _, scale := range []string{ScalePaper, ScaleQuick} {
+			plain, _ := withTools(t, id, scale, ToolsBuiltin, hasAll)
+			swapped, _ := withTools(t, id, scale, ToolsPaper, hasAll)
+			back, _, err := swapped.WithTools(ToolsBuiltin, hasAll)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := back.Check(); err != nil {
+				t.Fatalf("%s %s: %v", id, scale, err)
+			}
+			if !slices.Equal(canonical(back.Workloads), canonical(plain.Workloads)) {
+				t.Errorf("%s %s: back %q\nwant %q", id, scale, back.Workloads, plain.Workloads)
+			}
+			if back.Image != plain.Image {
+				t.Errorf("%s %s: image %q, want %q", id, scale, back.Image, plain.Image)
+			}
+			for i, e := range back.Study.Experiments {
+				p := plain.Study.Experiments[i]
+				if e.Metric != p.Metric || e.NotRunnable != p.NotRunnable {
+					t.Errorf("%s %s %s: metric %q not runnable %q, want %q %q", id, scale, e.ID, e.Metric, e.NotRunnable, p.Metric, p.NotRunnable)
+				}
+				if sb, _ := spec.Parse(e.Workload); e.Workload != "" && !back.selectsAny(sb) {
+					t.Errorf("%s %s %s: selects nothing (%q)", id, scale, e.ID, e.Workload)
+				}
+				lb, lp := back.Study.Ledger(e, back.Reps), plain.Study.Ledger(p, plain.Reps)
+				if lb.Line() != lp.Line() {
+					t.Errorf("%s %s %s: ledger\n%s\nwant\n%s", id, scale, e.ID, lb.Line(), lp.Line())
+				}
+			}
+		}
+	}
+}
+
+// canonical writes each entry as spec.Spec.String does.
+func canonical(ws []string) []string {
+	var out []string
+	for _, w := range ws {
+		sp, _ := spec.Parse(w)
+		out = append(out, sp.String())
+	}
+	return out
+}
+
+// TestProducedBy: each figure names what produced it - the paper's tool
+// where it ran, else isobench's own, saying what it re-implements - and a
+// stored run's workloads say which tools ran.
+func TestProducedBy(t *testing.T) {
+	f, _ := withTools(t, "000", ScalePaper, ToolsPaper, hasAll)
+	for id, want := range map[string]string{"fig3": "sysbench 1.0", "fig7": "iperf 2.1", "fig5": "isobench's blockio", "fig8": "isobench's startup timer"} {
+		if got := ProducedBy("000", experiment(t, f, id)); !strings.HasPrefix(got, want) {
+			t.Errorf("000 %s: %q, want %q...", id, got, want)
+		}
+	}
+	g, _ := withTools(t, "004", ScalePaper, ToolsBuiltin, hasAll)
+	for id, want := range map[string]string{"fig3a": "isobench's cpu", "fig6": "ab against apache", "fig8": "lftp against vsftpd", "fig11": "isobench's SMTP client in place of postal"} {
+		if got := ProducedBy("004", experiment(t, g, id)); !strings.HasPrefix(got, want) {
+			t.Errorf("004 %s: %q, want %q...", id, got, want)
+		}
+	}
+	// a stored run that ran sysbench but not iperf 2 (the host had none)
+	orig, _ := Load("000")
+	r, err := orig.WithToolsOf([]string{"tool:sysbench-cpu:threads=8", "tool:sysbench-memory:threads=8", "tcp-stream:server=instance,client=instance"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ProducedBy("000", experiment(t, r, "fig3")); !strings.HasPrefix(got, "sysbench") {
+		t.Errorf("fig3 of a run with sysbench: %q", got)
+	}
+	if got := ProducedBy("000", experiment(t, r, "fig7")); !strings.HasPrefix(got, "isobench's tcp-stream") {
+		t.Errorf("fig7 of a run without iperf 2: %q", got)
+	}
+}
