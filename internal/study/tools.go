@@ -269,6 +269,11 @@ func (f File) WithTools(mode string, has func(bin string) bool) (File, []string,
 		}
 		out.Image = img
 		notes = append(notes, fmt.Sprintf("%s runs in place of isobench's %s", t.Name, builtinName(t)))
+		for _, p := range out.Study.Platforms {
+			if p.Label != "" && p.Image != "" && len(t.Images) > 0 && !slices.Contains(t.Images, p.Image) {
+				notes = append(notes, fmt.Sprintf("%s: %s runs from the %s image, which does not carry it: those cells fail saying so (--tools builtin runs isobench's %s there)", t.Name, p.Label, p.Image, builtinName(t)))
+			}
+		}
 	}
 	return out, notes, nil
 }

@@ -185,7 +185,10 @@ func TestPaperToolsResolve(t *testing.T) {
 // (libaio, O_DIRECT, iodepth 16, numjobs 8, 4 KiB, 1 GB per job), in the
 // debian image the study runs, its IOPS read from fio's own side.
 func TestStudy003RunsFio(t *testing.T) {
-	f, _ := withTools(t, "003", ScalePaper, ToolsAuto, hasAll)
+	f, notes := withTools(t, "003", ScalePaper, ToolsAuto, hasAll)
+	if !strings.Contains(strings.Join(notes, "\n"), "docker-in-vm:cpus=2,memory=8g runs from the minimal image, which does not carry it") {
+		t.Errorf("notes do not say Docker-Machine's minimal image has no fio: %q", notes)
+	}
 	for _, w := range []string{
 		"tool:fio:bs=4k,direct=true,duration=30s,iodepth=16,ioengine=libaio,jobs=8,pattern=randread,size=1g",
 		"tool:fio:bs=4k,direct=true,duration=30s,iodepth=16,ioengine=libaio,jobs=8,pattern=randwrite,size=1g",
