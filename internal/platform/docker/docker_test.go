@@ -261,7 +261,7 @@ func TestImportQuery(t *testing.T) {
 	if q.Get("fromSrc") != "-" || q.Get("repo") != "isobench/minimal" || q.Get("tag") != "0123abcd" {
 		t.Errorf("import query %v", q)
 	}
-	if q.Get("changes") != "LABEL isobench=1" {
+	if q.Get("changes") != "LABEL "+platform.ImageLabel+"=1" { // not platform.Label: containers inherit it
 		t.Errorf("changes %q", q.Get("changes"))
 	}
 }
