@@ -37,11 +37,11 @@ type File struct {
 	Reps      string   `yaml:"reps"`
 	// RepsCap is the most repetitions with reps: auto (which stops a cell
 	// once its medians are precise, after at least 5).
-	RepsCap int `yaml:"reps_cap,omitempty"`
-	Warmup    int      `yaml:"warmup,omitempty"`
-	Baseline  string   `yaml:"baseline,omitempty"`
-	Image     string   `yaml:"image,omitempty"`
-	Study     *Meta    `yaml:"study,omitempty"`
+	RepsCap  int    `yaml:"reps_cap,omitempty"`
+	Warmup   int    `yaml:"warmup,omitempty"`
+	Baseline string `yaml:"baseline,omitempty"`
+	Image    string `yaml:"image,omitempty"`
+	Study    *Meta  `yaml:"study,omitempty"`
 }
 
 // Meta describes the paper a study file reproduces.
