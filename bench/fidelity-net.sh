@@ -59,7 +59,7 @@ trap cleanup EXIT
 # The binary: bin/isobench, with the network workloads registered.
 make -s build
 bin=bin/isobench
-$bin workloads | grep -q '^tcp-stream ' || { echo "$bin has no tcp-stream workload" >&2; exit 1; }
+$bin workloads | grep '^tcp-stream ' >/dev/null || { echo "$bin has no tcp-stream workload" >&2; exit 1; }
 db=$work/net.db
 state=$work/state
 

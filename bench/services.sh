@@ -46,7 +46,7 @@ trap cleanup EXIT
 
 make -s build
 bin=$(pwd)/bin/isobench
-$bin workloads | grep -q '^http ' || { echo "$bin has no http workload" >&2; exit 1; }
+$bin workloads | grep '^http ' >/dev/null || { echo "$bin has no http workload" >&2; exit 1; }
 db=$work/services.db
 threads=$(( $(nproc) < users ? $(nproc) : users ))
 wrk_args=(-t "$threads" -c "$users" -d "${dur}s" --latency)
