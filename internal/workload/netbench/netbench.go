@@ -305,34 +305,7 @@ type run struct {
 	mode string
 	p    workload.Params
 	env  workload.HostEnv
-
-	mu    sync.Mutex
-	insts []platform.Instance
-}
-
-func (r *run) create(ctx context.Context, role string, ports ...int) (platform.Instance, error) {
-	s := r.env.Base
-	s.Name = r.env.NewName()
-	s.Ports = ports
-	in, err := r.env.Platform.Create(ctx, s)
-	if err != nil {
-		return nil, fmt.Errorf("netbench: create %s instance: %w", role, err)
-	}
-	r.mu.Lock()
-	r.insts = append(r.insts, in)
-	r.mu.Unlock()
-	return in, nil
-}
-
-func (r *run) closeAll(ctx context.Context) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, in := range r.insts {
-		wg.Add(1)
-		go func() { defer wg.Done(); in.Close(cctx) }()
-	}
-	wg.Wait()
+	*workload.Instances
 }
 
 // address asks an instance for its address and checks it is one we may use.
@@ -355,8 +328,8 @@ func hostRun(mode string) workload.HostFunc {
 		if err := checkPlacement(p); err != nil {
 			return nil, err
 		}
-		r := &run{mode: mode, p: p, env: env}
-		defer r.closeAll(ctx)
+		r := &run{mode: mode, p: p, env: env, Instances: workload.NewInstances(env, "netbench")}
+		defer r.CloseAll(ctx)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		return r.do(ctx)
@@ -383,7 +356,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	if r.p.Str("client") == OnInstance {
 		clients = make([]platform.Instance, n)
 		if err := par.Each(n, func(i int) error {
-			in, err := r.create(ctx, "client")
+			in, err := r.Create(ctx, "client")
 			clients[i] = in
 			return err
 		}); err != nil {
@@ -397,7 +370,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	var serverAddr, hostServerAddr string
 	var stopServer func(context.Context) error
 	if r.p.Str("server") == OnInstance {
-		srv, err := r.create(ctx, "server", port)
+		srv, err := r.Create(ctx, "server", port)
 		if err != nil {
 			return nil, err
 		}

@@ -242,9 +242,7 @@ type run struct {
 	k   kind
 	p   workload.Params
 	env workload.HostEnv
-
-	mu    sync.Mutex
-	insts []platform.Instance
+	*workload.Instances
 	// seeded: the server got an earlier repetition's prepared table
 	seeded bool
 	// pw is the server's password, made for this repetition
@@ -257,37 +255,12 @@ func hostRun(k kind) workload.HostFunc {
 		if env.Base.Image, err = EnsureImage(ctx, env.Platform, env.Base.Image); err != nil {
 			return nil, err
 		}
-		r := &run{k: k, p: p, env: env}
-		defer r.closeAll(ctx)
+		r := &run{k: k, p: p, env: env, Instances: workload.NewInstances(env, k.server(p))}
+		defer r.CloseAll(ctx)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		return r.do(ctx)
 	}
-}
-
-func (r *run) create(ctx context.Context, role string, ports ...int) (platform.Instance, error) {
-	s := r.env.Base
-	s.Name = r.env.NewName()
-	s.Ports = ports
-	in, err := r.env.Platform.Create(ctx, s)
-	if err != nil {
-		return nil, fmt.Errorf("%s: create %s instance: %w", r.k.server(r.p), role, err)
-	}
-	r.mu.Lock()
-	r.insts = append(r.insts, in)
-	r.mu.Unlock()
-	return in, nil
-}
-
-func (r *run) closeAll(ctx context.Context) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, in := range r.insts {
-		wg.Add(1)
-		go func() { defer wg.Done(); in.Close(cctx) }()
-	}
-	wg.Wait()
 }
 
 // checkAddr refuses anything but loopback and private addresses.
@@ -324,7 +297,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	if r.p.Str("client") == OnInstance {
 		clients = make([]platform.Instance, n)
 		if err := par.Each(n, func(i int) error {
-			in, err := r.create(ctx, "client")
+			in, err := r.Create(ctx, "client")
 			clients[i] = in
 			return err
 		}); err != nil {
@@ -335,7 +308,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	// instance_ready_ms counts from here (see ready.go)
 	created := time.Now()
 	var untimed time.Duration
-	srv, err := r.create(ctx, "server", port)
+	srv, err := r.Create(ctx, "server", port)
 	if err != nil {
 		return nil, err
 	}

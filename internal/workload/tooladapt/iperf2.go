@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
@@ -174,39 +173,12 @@ func tail(s string) string {
 type iperf2Run struct {
 	p   workload.Params
 	env workload.HostEnv
-
-	mu    sync.Mutex
-	insts []platform.Instance
-}
-
-func (r *iperf2Run) create(ctx context.Context, role string, ports ...int) (platform.Instance, error) {
-	s := r.env.Base
-	s.Name = r.env.NewName()
-	s.Ports = ports
-	in, err := r.env.Platform.Create(ctx, s)
-	if err != nil {
-		return nil, fmt.Errorf("iperf2: create %s instance: %w", role, err)
-	}
-	r.mu.Lock()
-	r.insts = append(r.insts, in)
-	r.mu.Unlock()
-	return in, nil
-}
-
-func (r *iperf2Run) closeAll(ctx context.Context) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, in := range r.insts {
-		wg.Add(1)
-		go func() { defer wg.Done(); in.Close(cctx) }()
-	}
-	wg.Wait()
+	*workload.Instances
 }
 
 func runIperf2(ctx context.Context, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
-	r := &iperf2Run{p: p, env: env}
-	defer r.closeAll(ctx)
+	r := &iperf2Run{p: p, env: env, Instances: workload.NewInstances(env, "iperf2")}
+	defer r.CloseAll(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	return r.do(ctx)
@@ -229,11 +201,11 @@ func (r *iperf2Run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	var srv platform.Instance
 	if err := par.Each(n+1, func(i int) error {
 		if i == n {
-			in, err := r.create(ctx, "server", port)
+			in, err := r.Create(ctx, "server", port)
 			srv = in
 			return err
 		}
-		in, err := r.create(ctx, "client")
+		in, err := r.Create(ctx, "client")
 		clients[i] = in
 		return err
 	}); err != nil {

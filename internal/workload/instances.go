@@ -1,0 +1,58 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/isobench/isobench/internal/platform"
+)
+
+// Instances are the instances one repetition of a host-driven workload
+// creates from its HostEnv, each remembered so CloseAll closes them all,
+// whatever happened (also after ctx ended).
+type Instances struct {
+	env HostEnv
+	who string // names the workload in errors
+
+	mu   sync.Mutex
+	list []platform.Instance
+}
+
+// NewInstances makes the instances of one repetition of workload who.
+func NewInstances(env HostEnv, who string) *Instances {
+	return &Instances{env: env, who: who}
+}
+
+// Create makes an instance from the base spec, with a new name and the
+// ports the host will connect to; role names it in an error.
+func (g *Instances) Create(ctx context.Context, role string, ports ...int) (platform.Instance, error) {
+	s := g.env.Base
+	s.Name = g.env.NewName()
+	s.Ports = ports
+	in, err := g.env.Platform.Create(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: create %s instance: %w", g.who, role, err)
+	}
+	g.mu.Lock()
+	g.list = append(g.list, in)
+	g.mu.Unlock()
+	return in, nil
+}
+
+// CloseAll closes every instance Create made, concurrently, within two
+// minutes of a context that outlives ctx's cancellation.
+func (g *Instances) CloseAll(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	g.mu.Lock()
+	list := append([]platform.Instance(nil), g.list...)
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, in := range list {
+		wg.Add(1)
+		go func() { defer wg.Done(); in.Close(cctx) }()
+	}
+	wg.Wait()
+}
