@@ -260,17 +260,32 @@ func runPostal(ctx context.Context, tmp, addr string, threads int, size int64, d
 	return res.Metrics(), msgs, nil
 }
 
-// acceptedCount counts the messages Postfix accepted: cleanup's
-// message-id lines in its log.
+// acceptedCount counts the messages Postfix accepted: the queue IDs
+// qmgr moved into its active queue ("from=<…>, size=…, nrcpt=…").
+// cleanup's message-id line is not enough: cleanup logs it while the
+// DATA is still arriving, so a client stopped mid-message (postal told
+// to stop after a count, its other threads still sending) leaves a
+// message-id line for a message Postfix then discards. A queue ID qmgr
+// logs twice (a deferred message retried) counts once.
 func acceptedCount(log string) int {
 	b, _ := os.ReadFile(log)
-	n := 0
+	ids := map[string]bool{}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, "postfix/cleanup[") && strings.Contains(l, "message-id=") {
-			n++
+		i := strings.Index(l, "postfix/qmgr[")
+		if i < 0 || !strings.Contains(l, ": from=<") || !strings.Contains(l, ", nrcpt=") {
+			continue
+		}
+		rest := l[i:]
+		j := strings.Index(rest, "]: ")
+		if j < 0 {
+			continue
+		}
+		id, _, ok := strings.Cut(rest[j+3:], ":")
+		if ok && id != "" {
+			ids[id] = true
 		}
 	}
-	return n
+	return len(ids)
 }
 
 // maildirCount counts the delivered messages.
