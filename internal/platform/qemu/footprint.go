@@ -21,9 +21,11 @@ import (
 // isobench/<run dir name> (e.g. isobench/isoq-123456789), made at Create
 // and removed at Close; its name is in the run dir's owner record, so a
 // crashed run's cgroup is removed by the next Create's sweep and by
-// `isobench clean`. The cgroup has no limits: it is for accounting only
-// (the VM's -m and -smp are its limits; a memory limit would also have to
-// leave room for QEMU's own overhead, TCG's translation cache among it).
+// `isobench clean`. The cgroup has no limits unless option quota= asks
+// for a CFS quota (the host CPU time the whole VM may use, vCPU and I/O
+// threads together): it is for accounting (the VM's -m and -smp are its
+// limits; a memory limit would also have to leave room for QEMU's own
+// overhead, TCG's translation cache among it).
 //
 // The processes start inside it through "isobench agent cgexec" (the
 // agent writes its pid into the cgroup, then execs qemu), so every QEMU

@@ -196,7 +196,11 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 	if err := in.writeOwner(); err != nil {
 		return in, err
 	}
-	if in.cg, err = cgroup.New(in.cgName, cgroup.Limits{}); err != nil {
+	if in.cg, err = cgroup.New(in.cgName, cgroup.Limits{CPUs: in.p.quota}); err != nil {
+		if in.p.quota > 0 {
+			// the quota is the measurement's condition: no VM without it
+			return in, fmt.Errorf("qemu: quota=%g needs the VM's cgroup: %w", in.p.quota, err)
+		}
 		in.cgErr = err // the VM runs; only Footprint fails, saying why
 	}
 	args, err := in.prepare(ctx, initrd)

@@ -95,8 +95,8 @@ import (
 // Factory registers the qemu platform.
 var Factory = platform.Factory{
 	Name:  "qemu",
-	Help:  "QEMU VMs booted from kernel+initramfs; accel=auto|kvm|tcg, kernel=, initrd=, disk=SIZE; network=bridge|none; storage=rootfs (ext4 disk) or volume (virtiofs)",
-	Extra: []string{"accel", "kernel", "initrd", "disk"},
+	Help:  "QEMU VMs booted from kernel+initramfs; accel=auto|kvm|tcg, kernel=, initrd=, disk=SIZE, quota=CPUS (a CFS quota on the VM's host cgroup: the host CPU time QEMU may use, whatever the vCPUs); network=bridge|none; storage=rootfs (ext4 disk) or volume (virtiofs)",
+	Extra: []string{"accel", "kernel", "initrd", "disk", "quota"},
 	New:   New,
 	// guests schedule their own vCPUs
 	OwnCPUs: true,
@@ -136,6 +136,7 @@ type Platform struct {
 	kernel   string // option kernel=, "" to find one
 	initrd   string // option initrd=, "" to build one
 	disk     int64
+	quota    float64 // option quota=: host CPUs the VM's cgroup may use, 0 for no limit
 
 	// RootfsHook, when set, is called with the root directory of every
 	// initramfs before it is packed (to add an engine, config...).
@@ -175,6 +176,13 @@ func NewPlatform(o platform.Options, env platform.Env) (*Platform, error) {
 			return nil, fmt.Errorf("qemu: disk=%q must be a size of at least 16m", v)
 		}
 		p.disk = n
+	}
+	if v := o.Extra["quota"]; v != "" {
+		q, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(q >= 0.01) || q > 1024 {
+			return nil, fmt.Errorf("qemu: quota=%q must be a number of host CPUs, at least 0.01 (e.g. quota=0.5)", v)
+		}
+		p.quota = q
 	}
 	if err := checkSpec(o.Base); err != nil {
 		return nil, err

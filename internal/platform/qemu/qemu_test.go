@@ -290,6 +290,15 @@ func TestSpecChecks(t *testing.T) {
 	if _, o, err := reg.Parse("qemu:cpus=2,accel=tcg,disk=1g"); err != nil || o.Extra["disk"] != "1g" {
 		t.Errorf("parse: %+v %v", o, err)
 	}
+	env := platform.Env{AgentBinary: "x", StateDir: t.TempDir()}
+	for _, bad := range []string{"0", "-1", "half", "0.001", "NaN", "2000"} {
+		if _, err := NewPlatform(platform.Options{Extra: map[string]string{"quota": bad}}, env); err == nil || !strings.Contains(err.Error(), "quota=") {
+			t.Errorf("quota=%s: %v", bad, err)
+		}
+	}
+	if p, err := NewPlatform(platform.Options{Extra: map[string]string{"quota": "0.5"}}, env); err != nil || p.quota != 0.5 {
+		t.Errorf("quota=0.5: %v", err)
+	}
 }
 
 // TestCPIO checks the archive with the host's cpio when there is one, and
