@@ -62,22 +62,30 @@ const help = `isobench measures what isolation costs: the same workloads on nati
 inside containers, VMs and sandboxes, compared with honest statistics.
 
 Usage:
-  isobench run [flags] [study.yaml]   run a study (see 'isobench run -h')
-  isobench results [flags]            print stored samples (jsonl or csv)
-  isobench report [flags]             summarise a store (table, markdown, csv, json, html)
-  isobench compare A.db B.db          compare two stores cell by cell (--fail-if-slower 5%: a CI gate, exit 3)
-  isobench runs [--db FILE]           the runs in a store: command, host, date, status
-  isobench merge OUT.db A.db B.db...  join stores from several machines or runs, keeping where each run came from
-  isobench export [--db FILE] --run N one run as JSON: environment, plan and every sample
-  isobench image build [flags]        build and import the instance images
-  isobench doctor                     which platforms work here, and how to fix the others
-  isobench clean [--dry-run]          remove what crashed runs left (containers, mounts, links...)
-  isobench workloads                  list workloads and their parameters
-  isobench study list|show|run ID      the five papers as built-in studies (see 'isobench study -h')
-  isobench version
+  isobench run [flags] [study.yaml]       run a study (see 'isobench run -h')
+  isobench results [flags]                print stored samples (jsonl or csv)
+  isobench report [flags]                 summarise a store (table, markdown, csv, json, html)
+  isobench compare A.db B.db              compare two stores cell by cell (--fail-if-slower 5%: a CI gate, exit 3)
+  isobench runs [--db FILE]               the runs in a store: command, host, date, status
+  isobench merge OUT.db A.db B.db...      join stores from several machines or runs, keeping where each run came from
+  isobench export [--db FILE] [--run ID]  one run as JSON: environment, plan and every sample
+  isobench image build [flags]            build and import the instance images
+  isobench doctor                         which platforms work here, and how to fix the others
+  isobench clean [--dry-run]              remove what crashed runs left (containers, mounts, links...)
+  isobench workloads                      list workloads and their parameters
+  isobench study list|show|run ID         the five papers as built-in studies (see 'isobench study -h')
+  isobench version                        the version and commit of this build
+  isobench help [COMMAND]                 this text, or a command's help (the same as 'isobench COMMAND -h')
 
 Every command takes -h (or --help): its synopsis, its flags and an example.
 `
+
+// helpTopics are the commands 'isobench help COMMAND' knows: those the
+// usage lists (not the hidden agent and platformd).
+var helpTopics = map[string]bool{
+	"run": true, "results": true, "report": true, "compare": true, "runs": true, "merge": true, "export": true,
+	"image": true, "doctor": true, "clean": true, "workloads": true, "study": true, "version": true,
+}
 
 // Main runs isobench with args (without the program name).
 func Main(ctx context.Context, st *State, args []string) int {
@@ -130,6 +138,13 @@ func Main(ctx context.Context, st *State, args []string) int {
 	case "version", "--version":
 		err = cmdVersion(st, args[1:])
 	case "help", "-h", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			// isobench help run = isobench run -h (help study run = study run -h)
+			if !helpTopics[args[1]] {
+				return exitCode(st, usage("help: unknown command %q (the commands: isobench help)", args[1]))
+			}
+			return Main(ctx, st, append(append([]string{}, args[1:]...), "-h"))
+		}
 		fmt.Fprint(st.Stdout, help)
 		return ExitOK
 	default:

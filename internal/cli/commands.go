@@ -36,7 +36,7 @@ func openExisting(ctx context.Context, path string) (*store.Store, error) {
 
 // cmdResults prints every sample, one per line.
 func cmdResults(ctx context.Context, st *State, args []string) error {
-	fs := newFlags(st, "results", "results [--db FILE] [--format jsonl|csv] [--run N] [--warmup]")
+	fs := newFlags(st, "results", "results [--db FILE] [--format jsonl|csv] [--run ID] [--warmup]")
 	db := fs.String("db", "isobench.db", "`FILE`: result store")
 	format := fs.String("format", "jsonl", "`jsonl|csv`: one JSON object per sample, or CSV with a header")
 	run := fs.Int64("run", 0, "`ID`: only this run (default: all runs)")

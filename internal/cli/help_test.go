@@ -13,18 +13,24 @@ var oneDashFlag = regexp.MustCompile(`(?m)^\s+-[a-z][a-z]`) // -o is spelled so 
 // the README spells them (--flag) and an example, to stdout, and exit 0.
 func TestEveryCommandHelp(t *testing.T) {
 	commands := map[string][]string{ // args before -h -> the synopsis it must show
-		"run":         {"run"},
-		"results":     {"results"},
-		"report":      {"report"},
-		"compare":     {"compare"},
-		"runs":        {"runs"},
-		"merge":       {"merge"},
-		"export":      {"export"},
-		"image":       {"image"},
-		"image build": {"image", "build"},
-		"doctor":      {"doctor"},
-		"workloads":   {"workloads"},
-		"version":     {"version"},
+		"run":            {"run"},
+		"results":        {"results"},
+		"report":         {"report"},
+		"compare":        {"compare"},
+		"runs":           {"runs"},
+		"merge":          {"merge"},
+		"export":         {"export"},
+		"image":          {"image"},
+		"image build":    {"image", "build"},
+		"doctor":         {"doctor"},
+		"workloads":      {"workloads"},
+		"version":        {"version"},
+		"clean":          {"clean"},
+		"study":          {"study"},
+		"study list":     {"study", "list"},
+		"study show":     {"study", "show"},
+		"study run":      {"study", "run"},
+		"study fidelity": {"study", "fidelity"},
 	}
 	for name, pre := range commands {
 		for _, h := range []string{"-h", "--help"} {

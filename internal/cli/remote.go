@@ -30,7 +30,7 @@ import (
 // the platform on its stdin and stdout.
 func cmdPlatformd(ctx context.Context, st *State, args []string) error {
 	fs := newFlags(st, "platformd", "platformd [--state-dir DIR] PLATFORM-SPEC (started by isobench over SSH)")
-	stateDir := fs.String("state-dir", "", "where images and rootfs trees are kept")
+	stateDir := fs.String("state-dir", "", "`DIR`: where images and rootfs trees are kept")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 func cmdReport(ctx context.Context, st *State, args []string) error {
-	fs := newFlags(st, "report", "report [--db FILE] [--format table|markdown|csv|json|html] [-o FILE] [--run N] [--baseline P] [--study ID|FILE]")
+	fs := newFlags(st, "report", "report [--db FILE] [--format table|markdown|csv|json|html] [-o FILE] [--run ID] [--baseline P] [--study ID|FILE]")
 	db := fs.String("db", "isobench.db", "`FILE`: result store")
 	format := fs.String("format", "table", "`table|markdown|csv|json|html`: the output format")
 	out := fs.String("o", "", "`FILE`: write to this file instead of stdout (html: default report.html)")

@@ -52,7 +52,7 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	reps := fs.String("reps", "5", "`N|auto`: measured repetitions per cell and platform (fewer than 5 give no verdict)")
 	repsCap := fs.Int("reps-cap", 30, "`N`: with --reps auto, the most repetitions")
 	target := fs.Float64("target", 2, "`PERCENT`: with --reps auto, stop when the median's 95% CI is within ±PERCENT")
-	warmup := fs.Int("warmup", 0, "`N`: warm-up repetitions before the measured ones (stored, flagged warmup)")
+	warmup := fs.Int("warmup", 0, "`N`: warm-up repetitions before the measured ones (stored, flagged warmup) (default 0, or the study file's warmup:)")
 	baseline := fs.String("baseline", "", "`LABEL[@N]`: the platform the others are compared with (default native when present); @N pairs every cell with N instances of it, e.g. native@1")
 	image := fs.String("image", "minimal", "`PROFILE`: image profile for instances ("+strings.Join(image.Profiles(), ", ")+"; the service, transfer and spark workloads choose theirs when it is left out)")
 	db := fs.String("db", "isobench.db", "`FILE`: result store (SQLite)")
@@ -60,11 +60,12 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	quiet := fs.Bool("quiet", false, "no progress display")
 	failFast := fs.Bool("fail-fast", false, "stop at the first failed cell (by default a failed cell is recorded with its reason and the run goes on)")
 	details := fs.Bool("details", false, "after the summary, the full tables: every metric, startup phase and instance count")
-	resume := fs.Int64("resume", 0, "`RUN`: continue run RUN of --db (interrupted, failed or crashed) from its first unfinished repetition, with its plan")
+	resume := fs.Int64("resume", 0, "`ID`: continue run ID of --db (interrupted, failed or crashed) from its first unfinished repetition, with its plan")
 	trustHosts := fs.Bool("trust-hosts", false, "let the study file (or the resumed run's stored plan) name the hosts isobench connects to over SSH with your keys (hosts:, host=, key=, binary=); without it such a file is refused: give the hosts with --host")
 	dry := fs.Bool("dry-run", false, "print the plan (cells, runs, time estimate, what cannot run) and exit: nothing is contacted or started")
 	tools := fs.String("tools", "", "`auto|paper|builtin`: for a built-in study's file (study: block), run the paper's own tools where this host has them (auto: at the paper's and the standard scale) or isobench's own workloads only (builtin); default: the file as written")
 	htmlOut := fs.String("html", "", "`FILE`: where to write the run's HTML report (default: next to --db, DB-runN.html; 'none' for no page)")
+	fs.StringVar(htmlOut, "o", "", "`FILE`: the same as --html (as in 'report -o' and 'study run -o')")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

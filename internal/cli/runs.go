@@ -177,7 +177,7 @@ type exportSample struct {
 
 // cmdExport writes one run as one JSON document.
 func cmdExport(ctx context.Context, st *State, args []string) error {
-	fs := newFlags(st, "export", "export [--db FILE] [--run N]\n\nOne run as one JSON document: the run (times, status, host, command), its environment\n(fingerprint), its plan, its failures and every sample, warm-ups included (flagged).")
+	fs := newFlags(st, "export", "export [--db FILE] [--run ID]\n\nOne run as one JSON document: the run (times, status, host, command), its environment\n(fingerprint), its plan, its failures and every sample, warm-ups included (flagged).")
 	db := fs.String("db", "isobench.db", "`FILE`: result store")
 	run := fs.Int64("run", 0, "`ID`: the run (default: the latest)")
 	if err := parseFlags(fs, args); err != nil {

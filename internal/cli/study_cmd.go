@@ -20,7 +20,7 @@ import (
 	"github.com/isobench/isobench/internal/study"
 )
 
-const studySynopsis = `study list | show ID [--scale standard|quick|paper] | fidelity [ID] [--scale S] | run ID [--scale standard|quick|paper] [--tools auto|paper|builtin] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]
+const studySynopsis = `study list | show ID [--scale standard|quick|paper] | fidelity [ID] [--scale S] | run ID [--scale standard|quick|paper] [--tools auto|paper|builtin] [--db FILE] [-o FILE] [--platform P]... [--reps N|auto] [--dry-run]
 
 The five studies isobench reproduces, built in as study files ('isobench study show ID > s.yaml'
 gives one to edit and run with 'isobench run s.yaml'). 'study fidelity' prints each experiment's
@@ -40,8 +40,9 @@ func cmdStudy(ctx context.Context, st *State, args []string) error {
 		return studyFidelity(st, args[1:])
 	case "run":
 		return studyRun(ctx, st, args[1:])
-	case "-h", "--help", "help":
-		fmt.Fprintf(st.Stdout, "Usage: isobench %s\n", studySynopsis)
+	case "-h", "-help", "--help", "help":
+		fs := newFlags(st, "study", studySynopsis)
+		fs.Usage()
 		return nil
 	}
 	return usage("study: unknown subcommand %q (list, show, fidelity, run)", args[0])
@@ -50,8 +51,8 @@ func cmdStudy(ctx context.Context, st *State, args []string) error {
 // studyFidelity prints the fidelity ledger of one study, or of every
 // study and then the count over all of them.
 func studyFidelity(st *State, args []string) error {
-	fs := newFlags(st, "study fidelity", "study fidelity [ID] [--scale paper|standard|quick]")
-	scale := fs.String("scale", study.ScalePaper, "the scale whose ledger to print (a scale's shorter runs and fewer repetitions are choices that differ)")
+	fs := newFlags(st, "study fidelity", "study fidelity [ID] [--scale paper|standard|quick] [--tools auto|paper|builtin]")
+	scale := fs.String("scale", study.ScalePaper, "`paper|standard|quick`: the scale whose ledger to print (a scale's shorter runs and fewer repetitions are choices that differ)")
 	tools := toolsFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -83,7 +84,11 @@ func studyFidelity(st *State, args []string) error {
 }
 
 func studyList(st *State, args []string) error {
-	if len(args) > 0 {
+	fs := newFlags(st, "study list", "study list\n\nThe built-in studies: what each runs here, on which platforms, and what it cannot run.")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
 		return usage("study list takes no arguments")
 	}
 	for _, id := range study.IDs() {
@@ -148,8 +153,8 @@ func toolsFlag(fs *flag.FlagSet) *string {
 }
 
 func studyShow(st *State, args []string) error {
-	fs := newFlags(st, "study show", "study show ID [--scale standard|quick|paper]")
-	scale := fs.String("scale", study.DefaultScale, "standard (every cell, enough repetitions for verdicts, under an hour), quick (every cell, ~10 min, trends only) or paper (the paper's parameters)")
+	fs := newFlags(st, "study show", "study show ID [--scale standard|quick|paper] [--tools auto|paper|builtin]")
+	scale := fs.String("scale", study.DefaultScale, "`standard|quick|paper`: standard (every cell, enough repetitions for verdicts, under an hour), quick (every cell, ~10 min, trends only) or paper (the paper's parameters)")
 	tools := toolsFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -180,15 +185,15 @@ func studyShow(st *State, args []string) error {
 }
 
 func studyRun(ctx context.Context, st *State, args []string) error {
-	fs := newFlags(st, "study run", "study run ID [--scale standard|quick|paper] [--db FILE] [-o report.html] [--platform P]... [--reps N] [--dry-run]")
-	scale := fs.String("scale", study.DefaultScale, "standard (every cell, enough repetitions for verdicts, under an hour on 2 cores), quick (every cell, ~10 min, trends only) or paper (the paper's parameters)")
-	db := fs.String("db", "", "result store (default study-ID.db)")
-	out := fs.String("o", "", "also write the HTML report to this file")
+	fs := newFlags(st, "study run", "study run ID [--scale standard|quick|paper] [--tools auto|paper|builtin] [--db FILE] [-o FILE] [--platform P]... [--reps N|auto] [--dry-run]")
+	scale := fs.String("scale", study.DefaultScale, "`standard|quick|paper`: standard (every cell, enough repetitions for verdicts, under an hour on 2 cores), quick (every cell, ~10 min, trends only) or paper (the paper's parameters)")
+	db := fs.String("db", "", "`FILE`: result store (default study-ID.db)")
+	out := fs.String("o", "", "`FILE`: also write the HTML report to this file")
 	var only multi
-	fs.Var(&only, "platform", "run only these of the study's platforms (repeatable)")
-	reps := fs.String("reps", "", "override the scale's repetitions (a number or auto)")
+	fs.Var(&only, "platform", "`P[:OPTIONS]`: run only these of the study's platforms (repeatable)")
+	reps := fs.String("reps", "", "`N|auto`: override the scale's repetitions")
 	dry := fs.Bool("dry-run", false, "print the plan and stop")
-	stateDir := fs.String("state-dir", "", "where images and rootfs trees are kept (default /var/lib/isobench as root)")
+	stateDir := fs.String("state-dir", "", "`DIR`: where images and rootfs trees are kept (default /var/lib/isobench as root, else ~/.cache/isobench; ISOBENCH_STATE)")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	tools := toolsFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
