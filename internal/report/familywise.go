@@ -3,6 +3,7 @@ package report
 import (
 	"math"
 
+	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/stats"
 )
 
@@ -33,4 +34,36 @@ func CompareCellsFamilywise(a, b []Cell, opt stats.Options) []Change {
 		opt.Resamples = min(need, stats.MaxResamples)
 	}
 	return CompareCells(a, b, opt)
+}
+
+// Familywise returns o with every cell's ratio interval widened
+// (Bonferroni) over the k cells of samples that are compared with the
+// baseline, and k: read together, the chance that any of the k cells is
+// called different when no platform differs is then at most 1 −
+// confidence (5%), where plain per-cell 95% intervals call about one in
+// twenty. An A/A run of 20 cells (a platform against itself) should call
+// none; with per-cell intervals it calls at least one in about two runs
+// of three (1 − 0.95^20).
+func Familywise(samples []sample.Sample, o Options) (Options, int) {
+	probe := o
+	probe.Stats = stats.Options{Resamples: 1, Seed: 1}
+	k := 0
+	for _, c := range Cells(samples, probe) {
+		if c.RatioValid && c.Verdict != "" && c.Verdict != "baseline" && c.Verdict != VerdictNoPhaseVerdict {
+			k++
+		}
+	}
+	if k <= 1 {
+		return o, k
+	}
+	conf := o.Stats.Confidence
+	if !(conf > 0 && conf < 1) {
+		conf = stats.DefaultConfidence
+	}
+	alpha := (1 - conf) / float64(k)
+	o.Stats.Confidence = 1 - alpha
+	if need := int(math.Ceil(40 / alpha)); o.Stats.Resamples < need {
+		o.Stats.Resamples = min(need, stats.MaxResamples)
+	}
+	return o, k
 }
