@@ -46,3 +46,26 @@ func TestEveryWorkloadCarriesItsEstimate(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryPlatformDeclaresItsCost: a plan's estimate of a platform's
+// instances comes from its own factory (platform.Factory.Cost), not from a
+// list kept elsewhere by name; a new platform without one would be planned
+// at platform.DefaultCost without anyone deciding so.
+func TestEveryPlatformDeclaresItsCost(t *testing.T) {
+	reg := Platforms()
+	if len(reg) == 0 {
+		t.Fatal("no platforms")
+	}
+	for _, name := range reg.Names() {
+		f := reg[name]
+		if f.Cost.Instance <= 0 {
+			t.Errorf("platform %s declares no Cost.Instance", name)
+		}
+		if f.Cost.SystemBoot < 0 || f.Cost.Once < 0 {
+			t.Errorf("platform %s: negative cost %+v", name, f.Cost)
+		}
+		if got := reg.Cost(name); got.Instance != f.Cost.Instance || got.SystemBoot <= 0 {
+			t.Errorf("platform %s: Registry.Cost = %+v, want its own instance cost and a system boot", name, got)
+		}
+	}
+}

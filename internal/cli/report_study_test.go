@@ -28,7 +28,7 @@ func studyStore(t *testing.T, path string) {
 	if f, err = f.AtScale(study.ScaleQuick); err != nil {
 		t.Fatal(err)
 	}
-	p, err := study.NewPlan(f, builtin.Workloads())
+	p, err := study.NewPlan(f, builtin.Workloads(), builtin.Platforms())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -534,7 +534,7 @@ func printPlan(st *State, s Study) error {
 	if s.Reps == "auto" {
 		f.Reps = strconv.Itoa(max(s.RepsCap, 3))
 	}
-	p, err := study.NewPlan(f, st.Workloads)
+	p, err := study.NewPlan(f, st.Workloads, st.Platforms)
 	if err != nil {
 		return usage("%v", err)
 	}

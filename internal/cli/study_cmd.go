@@ -245,7 +245,7 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 		skipped = append(skipped, "baseline "+f.Baseline+" is not run: no ratios")
 		f.Baseline = ""
 	}
-	plan, err := study.NewPlan(f, st.Workloads)
+	plan, err := study.NewPlan(f, st.Workloads, st.Platforms)
 	if err != nil {
 		return usage("study %s: %v", f.Study.ID, err)
 	}

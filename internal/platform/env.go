@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Env is what every platform constructor gets from the caller.
@@ -30,6 +31,55 @@ type Factory struct {
 	// itself to CPUs does not place the instance on those host CPUs, so a
 	// duet run (runner.Plan.Duet) cannot pin it.
 	OwnCPUs bool
+	// Cost is what a plan's time estimate (study.NewPlan) counts for one
+	// of this platform's instances and for the platform in a run. Every
+	// built-in platform declares Cost.Instance (builtin's test checks it);
+	// a factory that declares nothing is estimated at DefaultCost.
+	Cost Cost
+}
+
+// Cost is a platform's rough time costs, for estimates only (nothing is
+// timed or limited by them).
+type Cost struct {
+	// Instance is a rough time to create, start and remove one instance;
+	// 0: DefaultCost.Instance.
+	Instance time.Duration
+	// SystemBoot is what booting an image's systemd (init=system) adds to
+	// an instance's start; 0: DefaultCost.SystemBoot.
+	SystemBoot time.Duration
+	// Once is a one-off cost of the platform in a run (docker-in-vm boots
+	// its VM); 0: none.
+	Once time.Duration
+}
+
+// DefaultCost is the cost of a platform whose factory declares none (or
+// leaves a field 0): a second per instance, 4 s more to boot systemd, no
+// one-off cost.
+var DefaultCost = Cost{Instance: time.Second, SystemBoot: 4 * time.Second}
+
+// Costs is f's Cost with DefaultCost in the fields f leaves 0.
+func (f Factory) Costs() Cost {
+	c := f.Cost
+	if c.Instance == 0 {
+		c.Instance = DefaultCost.Instance
+	}
+	if c.SystemBoot == 0 {
+		c.SystemBoot = DefaultCost.SystemBoot
+	}
+	if c.Once == 0 {
+		c.Once = DefaultCost.Once
+	}
+	return c
+}
+
+// Cost is the cost of the platform called name (without its options):
+// its factory's Costs, or DefaultCost when r has no such platform. A nil
+// Registry gives DefaultCost for every name.
+func (r Registry) Cost(name string) Cost {
+	if f, ok := r[name]; ok {
+		return f.Costs()
+	}
+	return DefaultCost
 }
 
 // Registry maps platform names to factories.

@@ -89,7 +89,7 @@ func TestEmulatedFindingsAreNotComparable(t *testing.T) {
 func TestPlanSaysWhatIsEmulated(t *testing.T) {
 	f, _ := Load("002")
 	q, _ := f.AtScale(ScaleQuick)
-	p, err := NewPlan(q, builtin.Workloads())
+	p, err := NewPlan(q, builtin.Workloads(), builtin.Platforms())
 	if err != nil {
 		t.Fatal(err)
 	}

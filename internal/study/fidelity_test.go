@@ -284,7 +284,7 @@ func TestLedgerInSectionsAndPlan(t *testing.T) {
 				t.Errorf("%s %s: fidelity %q", id, s.ID, s.Fidelity)
 			}
 		}
-		p, err := NewPlan(f, builtin.Workloads())
+		p, err := NewPlan(f, builtin.Workloads(), builtin.Platforms())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,14 +13,14 @@ import (
 func TestPlanRefusesInternalWorkloads(t *testing.T) {
 	reg := builtin.Workloads()
 	for _, w := range []string{"_transfer:proto=scp,bind=0.0.0.0", "_service:kind=redis", "_net-client", "_spin", "_spark-driver"} {
-		_, err := NewPlan(File{Platforms: []string{"native"}, Workloads: []string{w}}, reg)
+		_, err := NewPlan(File{Platforms: []string{"native"}, Workloads: []string{w}}, reg, builtin.Platforms())
 		if err == nil || !strings.Contains(err.Error(), "unknown workload") {
 			t.Errorf("%s: NewPlan = %v, want unknown workload", w, err)
 		}
 	}
 	f := File{Platforms: []string{"native"}, Workloads: []string{"cpu"},
 		Study: &Meta{Experiments: []Experiment{{ID: "x", Pending: []string{"_service:kind=redis", "cpu:threads=2"}}}}}
-	p, err := NewPlan(f, reg)
+	p, err := NewPlan(f, reg, builtin.Platforms())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/workload"
 )
@@ -42,18 +43,6 @@ type Plan struct {
 	Accel map[string]string
 }
 
-// instanceCost is a rough time to create, start and remove one instance.
-var instanceCost = map[string]time.Duration{
-	"native": 50 * time.Millisecond, "runc": 300 * time.Millisecond, "crun": 250 * time.Millisecond,
-	"docker": 700 * time.Millisecond, "podman": 900 * time.Millisecond, "lxc": 600 * time.Millisecond,
-	"nspawn": 700 * time.Millisecond, "gvisor": 800 * time.Millisecond, "lxd": 2 * time.Second,
-	"qemu": 6 * time.Second, "docker-in-vm": 3 * time.Second, "k8s": 3 * time.Second,
-}
-
-// systemBoot is what booting an image's systemd (init=system) adds to an
-// instance's start.
-const systemBoot = 4 * time.Second
-
 // ownImage are the workloads that choose an image with no init system
 // for their instances (spark's): a system container (init=system) refuses
 // them at once, so their cells there cost nothing and give nothing.
@@ -70,16 +59,15 @@ func refuses(pl, name string) (string, bool) {
 	return fmt.Sprintf("a system container (init=system) cannot boot the %s image %s uses (it has no init system): those cells fail at once", img, name), true
 }
 
-// platformCost is a one-off cost of a platform in a run: docker-in-vm
-// boots its VM (minutes under TCG; an 8 GB VM took 1.5 to 4.7 min here).
-var platformCost = map[string]time.Duration{"docker-in-vm": 3 * time.Minute}
-
 // cores the estimate assumes fixed work is spread over.
 const cores = 2
 
 // NewPlan expands f's workloads with reg (sweeps, defaults) and estimates
-// the time.
-func NewPlan(f File, reg workload.Registry) (Plan, error) {
+// the time: each job's per-repetition estimate from its workload's
+// definition, each platform's instance, system-boot and one-off costs from
+// its factory in plats (platform.Factory.Cost; platform.DefaultCost for a
+// platform plats does not have, or for every platform when plats is nil).
+func NewPlan(f File, reg workload.Registry, plats platform.Registry) (Plan, error) {
 	p := Plan{File: f}
 	reps := 5
 	switch {
@@ -137,12 +125,10 @@ func NewPlan(f File, reg workload.Registry) (Plan, error) {
 					continue
 				}
 				name, opts, _ := strings.Cut(pl, ":")
-				c, ok := instanceCost[name]
-				if !ok {
-					c = time.Second
-				}
+				cost := plats.Cost(name)
+				c := cost.Instance
 				if slices.Contains(strings.Split(opts, ","), "init=system") {
-					c += systemBoot
+					c += cost.SystemBoot
 				}
 				// Instances are created concurrently, but engines
 				// serialise much of it: count half of them.
@@ -153,7 +139,7 @@ func NewPlan(f File, reg workload.Registry) (Plan, error) {
 	}
 	for _, pl := range f.Platforms {
 		name, _, _ := strings.Cut(pl, ":")
-		p.Estimate += platformCost[name]
+		p.Estimate += plats.Cost(name).Once
 	}
 	if f.Study != nil {
 		for _, e := range f.Study.Experiments {

@@ -50,7 +50,7 @@ func synthStudyCells(t *testing.T, id string) (File, []report.Cell) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(f, builtin.Workloads())
+	p, err := NewPlan(f, builtin.Workloads(), builtin.Platforms())
 	if err != nil {
 		t.Fatal(err)
 	}

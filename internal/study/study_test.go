@@ -38,7 +38,7 @@ func TestEveryBuiltInStudyParsesAndPlans(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", id, scale, err)
 			}
-			p, err := NewPlan(g, reg)
+			p, err := NewPlan(g, reg, builtin.Platforms())
 			if err != nil {
 				t.Fatalf("%s %s: %v", id, scale, err)
 			}
@@ -66,9 +66,9 @@ func TestQuickKeepsEveryCell(t *testing.T) {
 	reg := builtin.Workloads()
 	for _, id := range IDs() {
 		f, _ := Load(id)
-		paper, _ := NewPlan(f, reg)
+		paper, _ := NewPlan(f, reg, builtin.Platforms())
 		q, _ := f.AtScale(ScaleQuick)
-		quick, err := NewPlan(q, reg)
+		quick, err := NewPlan(q, reg, builtin.Platforms())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +101,7 @@ func TestPaperParameters(t *testing.T) {
 	if f4.Reps != "30" {
 		t.Errorf("004 reps %s", f4.Reps)
 	}
-	p, _ := NewPlan(f4, builtin.Workloads())
+	p, _ := NewPlan(f4, builtin.Workloads(), builtin.Platforms())
 	var threads []string
 	for _, j := range p.Jobs {
 		if j.Workload == "cpu" {
@@ -235,7 +235,7 @@ func TestServiceExperimentsAreRunnable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := NewPlan(q, reg)
+		p, err := NewPlan(q, reg, builtin.Platforms())
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
@@ -328,7 +328,7 @@ func TestStandardScaleDecides(t *testing.T) {
 	reg := builtin.Workloads()
 	for _, id := range IDs() {
 		f, _ := Load(id)
-		paper, _ := NewPlan(f, reg)
+		paper, _ := NewPlan(f, reg, builtin.Platforms())
 		sc, ok := f.Study.Scales[DefaultScale]
 		if !ok {
 			t.Errorf("%s has no %s scale", id, DefaultScale)
@@ -338,7 +338,7 @@ func TestStandardScaleDecides(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := NewPlan(g, reg)
+		p, err := NewPlan(g, reg, builtin.Platforms())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func withTools(t *testing.T, id, scale, mode string, has func(string) bool) (Fil
 	if err := h.Check(); err != nil {
 		t.Fatalf("%s %s --tools %s: the swapped file does not check: %v", id, scale, mode, err)
 	}
-	if _, err := NewPlan(h, builtin.Workloads()); err != nil {
+	if _, err := NewPlan(h, builtin.Workloads(), builtin.Platforms()); err != nil {
 		t.Fatalf("%s %s --tools %s: %v", id, scale, mode, err)
 	}
 	return h, notes

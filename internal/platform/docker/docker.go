@@ -48,6 +48,7 @@ var Factory = platform.Factory{
 		"read-iops=N, read-bps=SIZE (--device-read-iops/-bps on the disk of Docker's data root, or of the volume)",
 	Extra: append([]string{"runtime", "image"}, blockdev.ThrottleKeys...),
 	New:   New,
+	Cost:  platform.Cost{Instance: 700 * time.Millisecond},
 }
 
 // Platform is the docker platform.

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/hostnet"
@@ -49,6 +50,7 @@ var Factory = platform.Factory{
 	},
 	// the sentry schedules the sandbox's tasks; sched_setaffinity inside is emulated
 	OwnCPUs: true,
+	Cost:    platform.Cost{Instance: 800 * time.Millisecond},
 }
 
 // Code is the letter gvisor's host objects carry after local.Prefix

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/isobench/isobench/internal/platform"
 )
@@ -36,6 +37,8 @@ var Factory = platform.Factory{
 	// address of subnet as an alias on iface (default lo1, 10.201.0.0/24).
 	Extra: []string{"iface", "subnet"},
 	New:   New,
+	// not yet measured on a FreeBSD host: the default's second
+	Cost: platform.Cost{Instance: time.Second},
 }
 
 // Runner runs one command on the jail host.

@@ -68,6 +68,7 @@ var Factory = platform.Factory{
 		"pending=DURATION (how long a pod may stay Pending before it is a failure, default 3m)",
 	Extra: []string{"runtime", "node", "namespace", "kubeconfig", "containerd", "image", "pending"},
 	New:   New,
+	Cost:  platform.Cost{Instance: 3 * time.Second},
 }
 
 // Platform is the k8s platform.

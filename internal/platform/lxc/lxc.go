@@ -84,6 +84,7 @@ var Factory = platform.Factory{
 		"init=system boots the image's systemd (image=debian) as a system container",
 	Extra: []string{"init"},
 	New:   New,
+	Cost:  platform.Cost{Instance: 600 * time.Millisecond},
 }
 
 // Platform runs LXC containers under StateDir/lxc.

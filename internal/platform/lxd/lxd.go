@@ -65,6 +65,7 @@ var Factory = platform.Factory{
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, o, env)
 	},
+	Cost: platform.Cost{Instance: 2 * time.Second},
 }
 
 // Code is the letter LXD instances carry after local.Prefix in their names

@@ -33,6 +33,7 @@ var Factory = platform.Factory{
 	Help:  "processes on the host (the baseline); cpus/memory via a cgroup; read-iops=N, read-bps=SIZE throttle reads from the scratch directory's disk (a blkio/io cgroup limit); network=host only",
 	Extra: blockdev.ThrottleKeys,
 	New:   New,
+	Cost:  platform.Cost{Instance: 50 * time.Millisecond},
 }
 
 // Platform is the native platform.

@@ -66,6 +66,7 @@ var Factory = platform.Factory{
 		"boot=true boots the image's systemd (image=debian) as a system container",
 	Extra: []string{"boot"},
 	New:   New,
+	Cost:  platform.Cost{Instance: 700 * time.Millisecond},
 }
 
 // Platform runs systemd-nspawn containers.

@@ -61,6 +61,7 @@ var Factory = platform.Factory{
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, o, env)
 	},
+	Cost: platform.Cost{Instance: 900 * time.Millisecond},
 }
 
 // ImageRepo is the repository a profile is imported as; the tag is the

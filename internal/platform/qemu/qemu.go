@@ -100,6 +100,8 @@ var Factory = platform.Factory{
 	New:   New,
 	// guests schedule their own vCPUs
 	OwnCPUs: true,
+	// booting a kernel and initramfs per instance
+	Cost: platform.Cost{Instance: 6 * time.Second},
 }
 
 // Binary is the QEMU system emulator isobench runs.

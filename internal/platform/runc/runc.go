@@ -50,6 +50,7 @@ var RuncFactory = platform.Factory{
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, "runc", o, env)
 	},
+	Cost: platform.Cost{Instance: 300 * time.Millisecond},
 }
 
 // CrunFactory registers the crun platform.
@@ -61,6 +62,7 @@ var CrunFactory = platform.Factory{
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, "crun", o, env)
 	},
+	Cost: platform.Cost{Instance: 250 * time.Millisecond},
 }
 
 // Platform runs OCI bundles with one runtime binary.

@@ -1,0 +1,34 @@
+package platform_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/isobench/isobench/internal/platform"
+)
+
+// TestCostDefaults: a factory that declares no cost, or leaves a field 0,
+// is estimated at DefaultCost; an unknown name and a nil registry too.
+func TestCostDefaults(t *testing.T) {
+	reg := platform.NewRegistry(
+		platform.Factory{Name: "bare"},
+		platform.Factory{Name: "vm", Cost: platform.Cost{Instance: 6 * time.Second, Once: time.Minute}},
+	)
+	if got := reg.Cost("bare"); got != platform.DefaultCost {
+		t.Errorf("bare: %+v, want DefaultCost %+v", got, platform.DefaultCost)
+	}
+	want := platform.Cost{Instance: 6 * time.Second, SystemBoot: platform.DefaultCost.SystemBoot, Once: time.Minute}
+	if got := reg.Cost("vm"); got != want {
+		t.Errorf("vm: %+v, want %+v", got, want)
+	}
+	if got := reg.Cost("nosuch"); got != platform.DefaultCost {
+		t.Errorf("unknown: %+v, want DefaultCost", got)
+	}
+	var none platform.Registry
+	if got := none.Cost("native"); got != platform.DefaultCost {
+		t.Errorf("nil registry: %+v, want DefaultCost", got)
+	}
+	if platform.DefaultCost.Instance != time.Second || platform.DefaultCost.SystemBoot != 4*time.Second || platform.DefaultCost.Once != 0 {
+		t.Errorf("DefaultCost changed: %+v (the study goldens assume 1 s, 4 s, 0)", platform.DefaultCost)
+	}
+}
