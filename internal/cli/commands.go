@@ -212,7 +212,7 @@ func cmdImage(ctx context.Context, st *State, args []string) error {
 	}
 	built := 0
 	for _, ps := range platforms {
-		f, o, err := st.Platforms.Parse(ps)
+		f, o, err := st.parsePlatform(ps)
 		if err != nil {
 			return usage("%v", err)
 		}

@@ -404,7 +404,7 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	var targets []target
 	labels := map[string]bool{}
 	for _, p := range study.Platforms {
-		f, o, err := st.Platforms.Parse(p)
+		f, o, err := st.parsePlatform(p)
 		if err != nil {
 			return runner.Plan{}, nil, usage("%v", err)
 		}
@@ -439,7 +439,7 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 		if err != nil {
 			return runner.Plan{}, nil, usage("workload: %v", err)
 		}
-		def, err := st.Workloads.Lookup(sp.Name)
+		def, err := st.lookupWorkload(sp.Name)
 		if err != nil {
 			return runner.Plan{}, nil, usage("%v", err)
 		}

@@ -5,8 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -43,7 +48,23 @@ type Study struct {
 	About *study.Meta `yaml:"study,omitempty" json:"study,omitempty"`
 }
 
+// studyKeys names every key a study file may have, as the Study struct
+// declares them (a test keeps the two the same).
 const studyKeys = `keys: platforms, workloads, instances, reps (a number or "auto"), reps_cap, target, warmup, baseline, image, hosts, spread, duet, study (a built-in study's metadata)`
+
+// studyKeyKinds is what each key of a study file holds, read from the
+// Study struct's yaml tags.
+func studyKeyKinds() map[string]reflect.Type {
+	kinds := map[string]reflect.Type{}
+	t := reflect.TypeOf(Study{})
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			kinds[name] = t.Field(i).Type
+		}
+	}
+	return kinds
+}
 
 // loadStudy reads a study file strictly: unknown keys are errors.
 func loadStudy(path string) (Study, error) {
@@ -79,6 +100,9 @@ func decodeStudy(b []byte) (Study, error) {
 		}
 		return Study{}, fmt.Errorf("a second YAML document starts at line %d: a study file holds one", second.Line)
 	}
+	if err := checkStudyKeys(&doc); err != nil {
+		return Study{}, err
+	}
 	if err := checkStudyTree(&doc); err != nil {
 		return Study{}, err
 	}
@@ -87,12 +111,126 @@ func decodeStudy(b []byte) (Study, error) {
 	strict := yaml.NewDecoder(bytes.NewReader(b))
 	strict.KnownFields(true)
 	if err := strict.Decode(&st); err != nil {
-		return Study{}, fmt.Errorf("%v (%s)", err, studyKeys)
+		return Study{}, plainYAMLError(err)
 	}
 	if len(st.Platforms) == 0 || len(st.Workloads) == 0 {
 		return Study{}, fmt.Errorf("needs at least one entry under platforms and under workloads")
 	}
 	return st, nil
+}
+
+// checkStudyKeys checks the file's shape before the decoder sees it, so a
+// mistake is one line with its line number and key, in the file's terms
+// (not "field workload not found in type cli.Study" or "cannot unmarshal
+// !!str `1,2` into []int"): the document is a mapping, every key is one
+// of the Study's (with "did you mean" for a near miss), a list key holds
+// a list of plain values and any other key one plain value of its type.
+func checkStudyKeys(doc *yaml.Node) error {
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return nil
+	}
+	m := doc.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: a study file is a mapping of keys, e.g. 'platforms: [native, docker]' and 'workloads: [cpu]', not %s (%s)", m.Line, yamlKind(m), studyKeys)
+	}
+	kinds := studyKeyKinds()
+	known := slices.Sorted(maps.Keys(kinds))
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		t, ok := kinds[k.Value]
+		if !ok {
+			if s := closest(k.Value, known); s != "" {
+				return fmt.Errorf("line %d: unknown key %q: did you mean %s? (%s)", k.Line, k.Value, s, studyKeys)
+			}
+			return fmt.Errorf("line %d: unknown key %q (%s)", k.Line, k.Value, studyKeys)
+		}
+		if t.Kind() == reflect.Pointer || v.Tag == "!!null" {
+			continue // the study: block (its own decoder), or an empty value
+		}
+		if t.Kind() == reflect.Slice {
+			example := "[native, docker]"
+			switch k.Value {
+			case "workloads":
+				example = "[cpu, memory]"
+			case "instances":
+				example = "[1, 2, 4]"
+			case "hosts":
+				example = `[local, "ssh://root@10.0.0.2"]`
+			}
+			if v.Kind != yaml.SequenceNode {
+				return fmt.Errorf("line %d: %s: want a list, e.g. %s, not %s", v.Line, k.Value, example, yamlKind(v))
+			}
+			for _, item := range v.Content {
+				if item.Kind != yaml.ScalarNode {
+					return fmt.Errorf("line %d: %s: each entry is one value, e.g. %s, not %s", item.Line, k.Value, example, yamlKind(item))
+				}
+			}
+			continue
+		}
+		if v.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: %s: want %s, not %s", v.Line, k.Value, kindWord(k.Value, t), yamlKind(v))
+		}
+		if err := v.Decode(reflect.New(t).Interface()); err != nil {
+			return fmt.Errorf("line %d: %s: want %s, not %q", v.Line, k.Value, kindWord(k.Value, t), v.Value)
+		}
+	}
+	return nil
+}
+
+// kindWord says what a key of type t holds, in words.
+func kindWord(key string, t reflect.Type) string {
+	switch {
+	case key == "reps":
+		return `a whole number or "auto"`
+	case t.Kind() == reflect.Int:
+		return "a whole number"
+	case t.Kind() == reflect.Float64:
+		return "a number"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	}
+	return "one value"
+}
+
+// yamlKind says what a node is, in words: a list, a mapping, or the value.
+func yamlKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return strconv.Quote(n.Value)
+}
+
+// typeErrLine is one of yaml's type errors: "line 3: cannot unmarshal
+// !!str `x` into []int" or "line 2: field workload not found in type
+// cli.Study".
+var (
+	yamlNotFound  = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
+	yamlCannot    = regexp.MustCompile("line (\\d+): cannot unmarshal !!\\w+(?: `([^`]*)`)? into \\S+")
+	yamlErrPrefix = regexp.MustCompile(`^yaml: (unmarshal errors:\s*)?`)
+)
+
+// plainYAMLError says what the decoder found wrong (in a part that
+// checkStudyKeys does not look into, such as the study: block) in one
+// line without Go's type names.
+func plainYAMLError(err error) error {
+	msg := err.Error()
+	if line, _, _ := strings.Cut(yamlErrPrefix.ReplaceAllString(msg, ""), "\n"); line != "" {
+		msg = strings.TrimSpace(line)
+	}
+	msg = yamlNotFound.ReplaceAllString(msg, "line $1: unknown key $2")
+	msg = yamlCannot.ReplaceAllStringFunc(msg, func(m string) string {
+		sm := yamlCannot.FindStringSubmatch(m)
+		if sm[2] != "" {
+			return fmt.Sprintf("line %s: %q is not a value of the right kind here", sm[1], sm[2])
+		}
+		return fmt.Sprintf("line %s: a value of the wrong kind (a list or mapping where one value goes, or the reverse)", sm[1])
+	})
+	return fmt.Errorf("%s (%s)", msg, studyKeys)
 }
 
 // checkStudyTree checks what the decoder would silently change: every

@@ -7,9 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 
+	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/store"
+	"github.com/isobench/isobench/internal/workload"
 )
 
 func fileExists(path string) bool {
@@ -110,4 +114,81 @@ func writeOutput(what, path, db string, write func(io.Writer) error) error {
 	}
 	done = true
 	return nil
+}
+
+// closest is the name in known nearest to name, for "did you mean": within
+// an edit distance of a third of its length (at least 1, at most 3: dokcer
+// -> docker, workload -> workloads), or "" when none is that close.
+func closest(name string, known []string) string {
+	best, bestD := "", min(3, max(1, len([]rune(name))/3))+1
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Damerau-Levenshtein distance (optimal string
+// alignment) of a and b: insertions, deletions, substitutions and swaps
+// of two neighbours each cost 1.
+func editDistance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	d := make([][]int, len(x)+1)
+	for i := range d {
+		d[i] = make([]int, len(y)+1)
+		d[i][0] = i
+	}
+	for j := range y {
+		d[0][j+1] = j + 1
+	}
+	for i := 1; i <= len(x); i++ {
+		for j := 1; j <= len(y); j++ {
+			cost := 1
+			if x[i-1] == y[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(x)][len(y)]
+}
+
+// unknownName is the error for a platform or workload name that is not
+// one of known, with "did you mean" for a near miss; nil when it is known.
+func unknownName(what, name string, known []string) error {
+	if slices.Contains(known, name) {
+		return nil
+	}
+	if s := closest(name, known); s != "" {
+		return fmt.Errorf("unknown %s %q: did you mean %s? (known: %s)", what, name, s, strings.Join(known, ", "))
+	}
+	return fmt.Errorf("unknown %s %q (known: %s)", what, name, strings.Join(known, ", "))
+}
+
+// parsePlatform is Platforms.Parse with "did you mean" for a mistyped name.
+func (st *State) parsePlatform(s string) (platform.Factory, platform.Options, error) {
+	f, o, err := st.Platforms.Parse(s)
+	if err != nil {
+		name, _, _ := strings.Cut(strings.TrimSpace(s), ":")
+		if e := unknownName("platform", name, st.Platforms.Names()); e != nil {
+			err = e
+		}
+	}
+	return f, o, err
+}
+
+// lookupWorkload is Workloads.Lookup with "did you mean" for a mistyped
+// name; the internal workloads are neither found nor suggested.
+func (st *State) lookupWorkload(name string) (workload.Def, error) {
+	d, err := st.Workloads.Lookup(name)
+	if err != nil {
+		if e := unknownName("workload", name, st.Workloads.Names()); e != nil {
+			err = e
+		}
+	}
+	return d, err
 }
