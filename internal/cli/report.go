@@ -99,6 +99,7 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 		warmups = rec.Warmup
 	}
 	cells := report.Cells(samples, report.Options{Baseline: bl, Stats: stats.Options{Seed: chosen.ID}, Warmups: warmups})
+	report.MarkEmulated(cells, chosen.Fingerprint) // a VM platform under TCG: the table, the findings and the page say so
 	doc := report.Doc{Run: chosen.ID, Status: chosen.Status, Fingerprint: chosen.Fingerprint, Cells: cells}
 	if *studyArg != "" && *format == "html" {
 		doc.Study, doc.Sections = study.Sections(sf, cells, nil)

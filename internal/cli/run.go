@@ -294,6 +294,7 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	fmt.Fprintf(st.Stdout, "run %d (%s): %d samples in %s\n\n", runID, status, len(samples), *db)
 	if len(samples) > 0 {
 		cells := report.Cells(samples, report.Options{Baseline: study.Baseline, Stats: stats.Options{Seed: runID}, Warmups: study.Warmup})
+		report.MarkEmulated(cells, fingerprint) // a VM platform under TCG: every output says so
 		hint := fmt.Sprintf("isobench report --db %s --run %d (or run --details)", *db, runID)
 		if *details {
 			hint = ""

@@ -52,6 +52,11 @@ type Cell struct {
 
 	Warnings []string `json:"warnings,omitempty"`
 
+	// Emulated, when not "", says the cell's platform is a VM that ran
+	// under QEMU's TCG emulation (not a hypervisor), and why: from its
+	// samples' tags (Cells) or the run's fingerprint (MarkEmulated).
+	Emulated string `json:"emulated,omitempty"`
+
 	// Values are the per-repetition values in repetition order (the mean
 	// over the instances of each repetition).
 	Values []float64 `json:"values"`
@@ -127,6 +132,11 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 		} else {
 			g.perRep[s.Rep] = append(g.perRep[s.Rep], s.Value)
 		}
+		if g.cell.Emulated == "" {
+			if tcg, why := tagsEmulated(lbl, s.Tags); tcg {
+				g.cell.Emulated = cmp.Or(why, noReason)
+			}
+		}
 		if _, ok := g.stateRep[s.Rep]; !ok {
 			if v := hoststate.Values(s.Tags); len(v) > 0 {
 				g.stateRep[s.Rep] = v
@@ -172,6 +182,19 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 			c.Warnings = append(c.Warnings, hoststate.Warnings(c.Values, c.Better, c.CV > stats.DefaultCVThreshold, g.states)...)
 		}
 		cells = append(cells, g)
+	}
+	// A VM platform's accelerator is settled once per run: when some of
+	// its samples say TCG, all its cells ran emulated.
+	emulated := map[string]string{}
+	for _, g := range cells {
+		if e := g.cell.Emulated; e != "" && (emulated[g.cell.Label()] == "" || emulated[g.cell.Label()] == noReason) {
+			emulated[g.cell.Label()] = e
+		}
+	}
+	for _, g := range cells {
+		if e, ok := emulated[g.cell.Label()]; ok {
+			g.cell.Emulated = e
+		}
 	}
 	ptrs := make([]*Cell, len(cells))
 	for i, g := range cells {

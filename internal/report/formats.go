@@ -27,6 +27,7 @@ type Doc struct {
 
 // JSON writes one object per cell, one per line.
 func JSON(w io.Writer, d Doc) error {
+	d = markedDoc(d)
 	enc := json.NewEncoder(w)
 	for _, c := range d.Cells {
 		if err := enc.Encode(c); err != nil {
@@ -51,6 +52,7 @@ func CSV(w io.Writer, d Doc) error {
 
 // Markdown writes the fingerprint and a table per workload.
 func Markdown(w io.Writer, d Doc) error {
+	d = markedDoc(d)
 	fmt.Fprintf(w, "# isobench run %d (%s)\n\n## Environment\n\n", d.Run, md(d.Status))
 	keys := make([]string, 0, len(d.Fingerprint))
 	for k := range d.Fingerprint {
@@ -74,7 +76,17 @@ func Markdown(w io.Writer, d Doc) error {
 				rci = fmt.Sprintf("[%.3f, %.3f]", c.RatioCILow, c.RatioCIHigh)
 			}
 		}
-		fmt.Fprintf(w, "| %s (%s) | %d | %s | %d | %s | %s | %.1f%% | %s | %s | %s |\n", md(c.Metric), md(c.Unit), c.Instances, md(c.Label()), c.N, num(c.Median), num(c.Stdev), 100*c.CV, ratio, rci, md(c.Verdict))
+		verdict := c.Verdict
+		if c.Emulated != "" {
+			verdict += " — " + EmulatedMark
+		}
+		fmt.Fprintf(w, "| %s (%s) | %d | %s | %d | %s | %s | %.1f%% | %s | %s | %s |\n", md(c.Metric), md(c.Unit), c.Instances, md(c.Label()), c.N, num(c.Median), num(c.Stdev), 100*c.CV, ratio, rci, md(verdict))
+	}
+	if lines := emulatedLines(d.Cells); len(lines) > 0 {
+		fmt.Fprintln(w)
+		for _, l := range lines {
+			fmt.Fprintf(w, "- %s\n", md(l))
+		}
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ import (
 // that reason.
 func HTML(w io.Writer, d Doc) error {
 	bw := bufio.NewWriter(w)
-	if err := pageTemplate.Execute(bw, newPage(d)); err != nil {
+	if err := pageTemplate.Execute(bw, newPage(markedDoc(d))); err != nil {
 		return fmt.Errorf("html report: %w", err)
 	}
 	return bw.Flush()
@@ -42,6 +42,7 @@ type page struct {
 	NCells       int
 	CSS          template.CSS
 	HostWarnings []string
+	Emulated     []string
 	Fingerprint  []keyValue
 	Summary      []summaryGroup
 	AnyDiffers   bool
@@ -119,7 +120,7 @@ func newPage(d Doc) page {
 	base := baselineOf(d.Cells)
 	colours := platformColours(d.Cells)
 	pg := page{Run: d.Run, Status: d.Status, Unfinished: d.Status != "" && d.Status != "done", Base: base,
-		NCells: len(d.Cells), CSS: template.CSS(pageCSS), HostWarnings: hostinfo.Warnings(d.Fingerprint)}
+		NCells: len(d.Cells), CSS: template.CSS(pageCSS), HostWarnings: hostinfo.Warnings(d.Fingerprint), Emulated: emulatedLines(d.Cells)}
 	keys := make([]string, 0, len(d.Fingerprint))
 	for k := range d.Fingerprint {
 		keys = append(keys, k)
@@ -280,6 +281,8 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <h1>isobench run {{.Run}}</h1>
 <p class="meta">status: <b>{{.Status}}</b>{{if .Base}} · baseline: <b>{{.Base}}</b>{{end}} · {{.NCells}} cells</p>
 {{if .Unfinished}}<p class="error">The run did not finish ({{.Status}}): the cells below hold only the repetitions that completed.</p>
+{{end -}}
+{{if .Emulated}}<div class="warnbox"><ul>{{range .Emulated}}<li>{{.}}</li>{{end}}</ul></div>
 {{end -}}
 <nav>{{if .Study}}<a href="#study">Study {{.Study.ID}}</a>: {{end}}{{range .Sections}}<a href="#{{.ID}}">{{.Number}}</a> · {{end}}<a href="#verdict">Verdict</a>
 {{- if or .ScoreErr .Score}} · <a href="#score">Overall score</a>{{end}}

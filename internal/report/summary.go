@@ -91,7 +91,17 @@ func Summary(w io.Writer, cells []Cell, o SummaryOptions) error {
 	for _, g := range groups {
 		fmt.Fprintf(w, "\n%s\n", g.Title)
 		for _, c := range g.Cells {
-			fmt.Fprintf(w, "  %-*s  %s\n", width, c.Label(), summaryLine(c))
+			line := summaryLine(c)
+			if c.Emulated != "" {
+				line += " — " + EmulatedMark
+			}
+			fmt.Fprintf(w, "  %-*s  %s\n", width, c.Label(), line)
+		}
+	}
+	if lines := emulatedLines(cells); len(lines) > 0 {
+		fmt.Fprintln(w)
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
 		}
 	}
 	if err := noiseLines(w, cells, o.Warmups); err != nil {
@@ -257,6 +267,7 @@ type cellJSON struct {
 	Coefficient *float64  `json:"coefficient"`
 	Verdict     string    `json:"verdict"`
 	Warnings    []string  `json:"warnings,omitempty"`
+	Emulated    string    `json:"emulated,omitempty"`
 	Values      []float64 `json:"values"`
 	Aggregate   []float64 `json:"aggregate,omitempty"`
 }
@@ -267,7 +278,7 @@ type cellJSON struct {
 func (c Cell) MarshalJSON() ([]byte, error) {
 	out := cellJSON{c.Platform, c.Options, c.Workload, c.Params, c.Instances, c.Metric, c.Unit, c.Better,
 		c.N, c.Median, c.Mean, c.Stdev, c.CV, c.Min, c.Max, c.P5, c.P95, c.CILow, c.CIHigh, c.CIValid, c.Outliers,
-		c.Baseline, nil, nil, nil, c.RatioValid, nil, nil, c.Verdict, c.Warnings, c.Values, c.Aggregate}
+		c.Baseline, nil, nil, nil, c.RatioValid, nil, nil, c.Verdict, c.Warnings, c.Emulated, c.Values, c.Aggregate}
 	if c.Baseline != "" && c.Ratio > 0 && !math.IsNaN(c.Ratio) && !math.IsInf(c.Ratio, 0) {
 		out.Ratio, out.Overhead, out.Coefficient = &c.Ratio, &c.Overhead, &c.Coefficient
 		if c.RatioValid {

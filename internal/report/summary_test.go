@@ -31,6 +31,7 @@ func goldenSummaryDocs() map[string][]Cell {
 		synthSamples(1, 13, []int{1}, 6, []synthPlatform{{"native", "", 1}, {"docker", "", 0.99}, {"docker", "network=host", 1}}, synthMetrics[:1])...)
 	noNative := synthSamples(1, 12, []int{1, 2}, 6, []synthPlatform{{"docker", "", 1}, {"podman", "", 0.97}, {"qemu", "cpus=1", 0.72}}, synthMetrics[:1])
 	return map[string][]Cell{
+		"summary-emulated.txt": emulatedCells(),
 		"summary.txt":          goldenDoc(7).Cells,
 		"summary-startup.txt":  Cells(startup, Options{Baseline: "native", Stats: stats.Options{Seed: 1}}),
 		"summary-nonative.txt": Cells(noNative, Options{Baseline: "docker", Stats: stats.Options{Seed: 1}}),
@@ -79,7 +80,7 @@ func TestSummaryContent(t *testing.T) {
 		}
 		for _, blk := range strings.Split(out, "\n\n")[1:] {
 			lines := strings.Split(strings.TrimSpace(blk), "\n")
-			if strings.HasPrefix(lines[0], "warning:") {
+			if strings.HasPrefix(lines[0], "warning:") || strings.Contains(lines[0], ": "+EmulatedNote) {
 				continue
 			}
 			if len(lines) < 2 || !strings.HasPrefix(strings.TrimSpace(lines[1]), base+" ") {

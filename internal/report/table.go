@@ -33,6 +33,12 @@ func Table(w io.Writer, cells []Cell) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if lines := emulatedLines(cells); len(lines) > 0 {
+		fmt.Fprintln(w)
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+	}
 	return warningSummary(w, cells, 6)
 }
 
@@ -94,6 +100,9 @@ func (c Cell) texts() cellTexts {
 	}
 	if c.Verdict != "" {
 		t.verdict = c.Verdict
+	}
+	if c.Emulated != "" {
+		t.verdict += " — " + EmulatedMark
 	}
 	return t
 }

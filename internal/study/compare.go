@@ -3,6 +3,7 @@ package study
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -38,6 +39,7 @@ func Checks(f File, cells []report.Cell) []Check {
 	if f.Study == nil {
 		return nil
 	}
+	emulated := f.Study.emulatedIn(cells)
 	var out []Check
 	for _, e := range f.Study.Experiments {
 		if e.Workload == "" {
@@ -75,7 +77,7 @@ func Checks(f File, cells []report.Cell) []Check {
 					r := stats.Compare(values(b), values(a), paired, a.Better, stats.Options{Seed: 1})
 					c := Check{Experiment: e.ID, Finding: fd.Text, Cell: g.name, Metric: metric, A: pr[0], B: pr[1], Ratio: r, Want: want}
 					c.Outcome = outcome(want, r.Verdict)
-					if f.Study.emulatedLabel(pr[0]) || f.Study.emulatedLabel(pr[1]) {
+					if emulatedLabel(emulated, pr[0]) || emulatedLabel(emulated, pr[1]) {
 						c.Outcome = NotComparable // the emulator, not the paper's hypervisor
 					}
 					out = append(out, c)
@@ -238,8 +240,9 @@ func CompareFindings(w io.Writer, f File, cells []report.Cell) {
 		byFinding[c.Experiment+"\x00"+c.Finding] = append(byFinding[c.Experiment+"\x00"+c.Finding], c)
 	}
 	fmt.Fprintf(w, "Study %s against the paper's findings (%s scale)\n", f.Study.ID, f.Study.Scale)
-	for _, l := range f.Study.Emulated() {
-		fmt.Fprintf(w, "%s: %s (%s); its comparisons are not comparable\n", l, EmulatedNote, orDash(f.Study.emulated[l]))
+	emulated := f.Study.emulatedIn(cells)
+	for _, l := range slices.Sorted(maps.Keys(emulated)) {
+		fmt.Fprintf(w, "%s: %s (%s); its comparisons are not comparable\n", l, EmulatedNote, orDash(emulated[l]))
 	}
 	n := map[string]int{}
 	for _, e := range f.Study.Experiments {

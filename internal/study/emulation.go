@@ -4,7 +4,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
+
+	"github.com/isobench/isobench/internal/report"
 )
 
 // A platform whose instances are virtual machines (qemu, docker-in-vm)
@@ -15,52 +16,26 @@ import (
 // figures), and a finding that compares one is not comparable rather than
 // agreeing or disagreeing.
 
-// EmulatedNote is what an emulated platform is called.
-const EmulatedNote = "emulated (TCG): not the paper's hypervisor"
+// EmulatedNote is what an emulated platform is called (the report's
+// words, so every output says the same).
+const EmulatedNote = report.EmulatedNote
 
 // NotComparable is a check's outcome when one of its sides is emulated.
 const NotComparable = "not comparable"
 
 // VMPlatform reports whether a platform label's instances are virtual
 // machines (their facts say the accelerator).
-func VMPlatform(label string) bool {
-	name, _, _ := strings.Cut(label, ":")
-	return name == "qemu" || name == "docker-in-vm"
-}
+func VMPlatform(label string) bool { return report.VMPlatform(label) }
 
 // Accel reads the accelerator from a VM platform's facts: qemu's "accel",
 // docker-in-vm's "vm.accel" ("" when they do not say).
-func Accel(facts map[string]string) string {
-	if a := facts["accel"]; a != "" {
-		return a
-	}
-	return facts["vm.accel"]
-}
+func Accel(facts map[string]string) string { return report.Accel(facts) }
 
 // EmulatedFrom returns, of labels, the VM platforms a run's fingerprint
 // (the platforms' facts under "LABEL.KEY") says ran under TCG, with why
 // (qemu's accel_reason).
 func EmulatedFrom(fingerprint map[string]string, labels []string) map[string]string {
-	out := map[string]string{}
-	for _, l := range labels {
-		if !VMPlatform(l) {
-			continue
-		}
-		facts := map[string]string{}
-		for k, v := range fingerprint {
-			if rest, ok := strings.CutPrefix(k, l+"."); ok {
-				facts[rest] = v
-			}
-		}
-		if Accel(facts) == "tcg" {
-			why := facts["accel_reason"]
-			if why == "" {
-				why = facts["vm.accel_reason"]
-			}
-			out[l] = why
-		}
-	}
-	return out
+	return report.EmulatedFrom(fingerprint, labels)
 }
 
 // MarkEmulated records which platform labels ran emulated (label -> why);
@@ -82,13 +57,22 @@ func (m *Meta) Emulated() []string {
 	return out
 }
 
-// emulatedLabel reports whether a finding's label (maybe pinned,
-// "qemu@1") names an emulated platform.
-func (m *Meta) emulatedLabel(label string) bool {
-	if m == nil || m.emulated == nil {
-		return false
+// emulatedIn returns the platforms marked emulated (MarkEmulated) and
+// those whose cells say they ran emulated (report.MarkEmulated, or their
+// samples' tags), label -> why: a study drawn from a stored run knows its
+// emulated platforms from the cells alone.
+func (m *Meta) emulatedIn(cells []report.Cell) map[string]string {
+	out := report.EmulatedLabels(cells)
+	if m != nil {
+		maps.Copy(out, m.emulated)
 	}
+	return out
+}
+
+// emulatedLabel reports whether a finding's label (maybe pinned,
+// "qemu@1") names a platform of emulated (label -> why).
+func emulatedLabel(emulated map[string]string, label string) bool {
 	l, _ := SplitAt(label)
-	_, ok := m.emulated[l]
+	_, ok := emulated[l]
 	return ok
 }

@@ -2,6 +2,7 @@ package study
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -180,8 +181,9 @@ func Sections(f File, cells []report.Cell, absent map[string]string) (*report.St
 		head.Notes = append(head.Notes, "The paper's baseline: "+m.PaperBaseline)
 	}
 	head.Notes = append(head.Notes, m.Notes...)
-	for _, l := range m.Emulated() {
-		head.Notes = append(head.Notes, fmt.Sprintf("%s: %s (%s); its findings are not comparable", l, EmulatedNote, orDash(m.emulated[l])))
+	emulated := m.emulatedIn(cells)
+	for _, l := range slices.Sorted(maps.Keys(emulated)) {
+		head.Notes = append(head.Notes, fmt.Sprintf("%s: %s (%s); its findings are not comparable", l, EmulatedNote, orDash(emulated[l])))
 	}
 	for _, c := range checks {
 		switch c.Outcome {
@@ -246,11 +248,11 @@ func Sections(f File, cells []report.Cell, absent map[string]string) (*report.St
 		}
 		sec.Shape, sec.Param = Shape(e, all)
 		for _, c := range all {
-			if why, ok := m.emulated[c.Label()]; ok && sec.Marks[c.Label()] == "" {
+			if why, ok := emulated[c.Label()]; ok && sec.Marks[c.Label()] == "" {
 				if sec.Marks == nil {
 					sec.Marks = map[string]string{}
 				}
-				sec.Marks[c.Label()] = "emulated (TCG)"
+				sec.Marks[c.Label()] = report.EmulatedMark
 				sec.Notes = append(sec.Notes, fmt.Sprintf("%s: %s (%s)", c.Label(), EmulatedNote, orDash(why)))
 			}
 		}
