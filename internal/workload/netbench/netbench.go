@@ -53,8 +53,8 @@ func placementParams() []workload.Param {
 		{Name: "streams", Kind: workload.Int, Default: "1", Min: 1, Max: 1024, Help: "connections per client"},
 		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 0.1, Max: 86400, Help: "how long the clients run"},
 		{Name: "port", Kind: workload.Int, Default: "0", Min: 0, Max: 65535, Help: "server port; 0 picks a free one"},
-		{Name: "client-cpu", Kind: workload.Int, Default: "-1", Min: -1, Max: 4095, Help: "pin the client threads to this CPU (netperf -T); -1: the scheduler decides"},
-		{Name: "server-cpu", Kind: workload.Int, Default: "-1", Min: -1, Max: 4095, Help: "pin the server threads to this CPU; -1: the scheduler decides"},
+		{Name: "client-cpu", Kind: workload.Int, Default: "-1", Min: -1, Max: 4095, Help: "pin the client threads to this CPU (netperf -T); -1: the scheduler decides, and then tcp-rr/tcp-crr are not comparable with netperf or sockperf (isobench's Go ends often share a CPU where a C tool's do not: 5x sockperf's rate unpinned on a VM, within 10% pinned; see docs/fidelity.md): pin both ends to compare"},
+		{Name: "server-cpu", Kind: workload.Int, Default: "-1", Min: -1, Max: 4095, Help: "pin the server threads to this CPU; -1: the scheduler decides (pin both ends to compare with another tool or host)"},
 	}
 }
 
@@ -84,7 +84,7 @@ func Defs() []workload.Def {
 var TCPStream = workload.Def{
 	Needs: workload.Needs{Network: true},
 	Name:  "tcp-stream",
-	Help:  "bulk TCP throughput between a server and N clients (iperf3-like), Gbit/s; placement server=instance|host, client=host|instance",
+	Help:  "bulk TCP throughput between a server and N clients (iperf3-like: the bytes that arrived, counted by the receiving end, over the client's run, at the kernel's default socket buffers), Gbit/s; placement server=instance|host, client=host|instance; pinned apart (client-cpu, server-cpu) it reads 1.01-1.02 of iperf3 on loopback and the Docker bridge",
 	Params: append(placementParams(),
 		workload.Param{Name: "msg-size", Kind: workload.Size, Default: "128k", Min: 1, Max: maxMsg, Help: "bytes per write"},
 		workload.Param{Name: "direction", Kind: workload.Enum, Enum: []string{"upload", "download"}, Default: "upload", Help: "upload: clients send; download: the server sends"},
