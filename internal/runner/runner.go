@@ -247,51 +247,16 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 			failed := map[string]bool{} // targets this cell gave up on
 			stopped := false
 			for rep := -p.Warmup; rep < p.Reps && len(failed) < len(p.Targets); rep++ {
-				type outcome struct {
-					samples []sample.Sample
-					err     error
-				}
-				var ran map[string]outcome // a duet's two repetitions, run at once
-				if p.Duet {
-					ran = map[string]outcome{}
-					var mu sync.Mutex
-					var wg sync.WaitGroup
-					var stateTags map[string]string
-					settled := false
-					for i, t := range p.Targets {
-						if failed[t.Label] || (r.Skip != nil && r.Skip(t.Label, cell, rep)) {
-							continue
-						}
-						if r.Progress != nil {
-							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start)})
-						}
-						if !settled {
-							// both start from the same state (a duet
-							// runs on this machine only)
-							where := fmt.Sprintf("%s, %d instance(s), %s", job.Def.Name, n, repName(rep))
-							var err error
-							if stateTags, err = r.settle(ctx, settler, job.Def.Needs.Network, where, func(note string) {
-								if r.Progress != nil {
-									r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start), Note: note})
-								}
-							}); err != nil {
-								return err
-							}
-							settled = true
-						}
-						cpus := p.DuetCPUs[(i+rep+p.Warmup)%2]
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							samples, err := r.repOn(ctx, p, t, job, n, rep, cpus, stateTags)
-							mu.Lock()
-							ran[t.Label] = outcome{samples, err}
-							mu.Unlock()
-						}()
+				prog := func(target, note string) {
+					if r.Progress != nil {
+						r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: target, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start), Note: note})
 					}
-					wg.Wait()
-					if settled {
-						settler.Done()
+				}
+				var ran map[string]repOutcome // a duet's two repetitions, run at once
+				if p.Duet {
+					var err error
+					if ran, err = r.duetRep(ctx, p, settler, job, cell, rep, failed, prog); err != nil {
+						return err
 					}
 				}
 				for _, t := range rotate(p.Targets, rep+p.Warmup) {
@@ -308,17 +273,11 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 					if p.Duet {
 						samples, err = ran[t.Label].samples, ran[t.Label].err
 					} else {
-						if r.Progress != nil {
-							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start)})
-						}
+						prog(t.Label, "")
 						var stateTags map[string]string
 						_, _, onRemote := remote.Machine(t.Platform)
 						if !onRemote {
-							if stateTags, err = r.settle(ctx, settler, job.Def.Needs.Network, where, func(note string) {
-								if r.Progress != nil {
-									r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start), Note: note})
-								}
-							}); err != nil {
+							if stateTags, err = r.settle(ctx, settler, job.Def.Needs.Network, where, func(note string) { prog(t.Label, note) }); err != nil {
 								return err
 							}
 						}
@@ -347,10 +306,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 						failed[t.Label] = true
 						delete(values, t.Label)
 						total -= p.Reps - rep - 1 // this target's repetitions left in the cell
-						if r.Progress != nil {
-							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Target: t.Label, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start),
-								Note: fmt.Sprintf("failed: %s: %v (going on with the rest)", where, err)})
-						}
+						prog(t.Label, fmt.Sprintf("failed: %s: %v (going on with the rest)", where, err))
 						continue
 					}
 					if m, ok := r.Sink.(RepMarker); ok {
@@ -374,9 +330,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 					if stop, why := p.Auto(cell, values); stop && len(values) > 0 {
 						stopped = true
 						total -= (p.Reps - rep - 1) * (len(p.Targets) - len(failed))
-						if r.Progress != nil {
-							r.Progress(Progress{Cell: cell, CellIndex: ci, Cells: cells, Rep: rep, Reps: p.Reps, Done: done, Total: total, Elapsed: time.Since(start), Note: why})
-						}
+						prog("", why)
 						break
 					}
 				}
@@ -398,6 +352,56 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 		err = errors.Join(err, fmt.Errorf("failures could not be stored: %w", errors.Join(r.storeErrs...)))
 	}
 	return err
+}
+
+// repOutcome is one platform's repetition in a duet.
+type repOutcome struct {
+	samples []sample.Sample
+	err     error
+}
+
+// duetRep runs one repetition of the cell on both platforms of a duet at
+// once, each on its half of the CPUs (swapped every repetition), after
+// settling the host once for both. Targets that failed the cell or that
+// r.Skip skips are left out. Only a stopped run is an error; each
+// platform's own failure is in its outcome.
+func (r *Runner) duetRep(ctx context.Context, p Plan, settler HostSettler, job Job, cell Cell, rep int, failed map[string]bool, prog func(target, note string)) (map[string]repOutcome, error) {
+	ran := map[string]repOutcome{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var stateTags map[string]string
+	settled := false
+	for i, t := range p.Targets {
+		if failed[t.Label] || (r.Skip != nil && r.Skip(t.Label, cell, rep)) {
+			continue
+		}
+		prog(t.Label, "")
+		if !settled {
+			// both start from the same state (a duet runs on this
+			// machine only)
+			where := fmt.Sprintf("%s, %d instance(s), %s", job.Def.Name, cell.Instances, repName(rep))
+			var err error
+			if stateTags, err = r.settle(ctx, settler, job.Def.Needs.Network, where, func(note string) { prog("", note) }); err != nil {
+				wg.Wait()
+				return nil, err
+			}
+			settled = true
+		}
+		cpus := p.DuetCPUs[(i+rep+p.Warmup)%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			samples, err := r.repOn(ctx, p, t, job, cell.Instances, rep, cpus, stateTags)
+			mu.Lock()
+			ran[t.Label] = repOutcome{samples, err}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if settled {
+		settler.Done()
+	}
+	return ran, nil
 }
 
 // settle lets the host drain before a repetition (where names it) and
