@@ -47,6 +47,10 @@ type Cell struct {
 	RatioCIHigh float64 `json:"ratio_ci_high"`
 	RatioValid  bool    `json:"ratio_valid"`
 	Overhead    float64 `json:"overhead"`
+	// Coefficient is the papers' performance coefficient, the platform's
+	// cost over the baseline's from the medians: 1 the baseline, > 1
+	// worse (see stats.Ratio.Coefficient, and Coefficient for the study
+	// tables' from the central value).
 	Coefficient float64 `json:"coefficient"`
 	Verdict     string  `json:"verdict"`
 

@@ -322,7 +322,7 @@ func findBase(cells []Cell, c Cell, baseline string) (Cell, bool) {
 
 // cellsTable is a section's cells as a table: the central value with its
 // interval and stdev, Op = |P − P_base| / P_base and the performance
-// coefficient (oriented so the baseline is 1 and higher is better).
+// coefficient, the papers' platform cost / baseline cost (Coefficient).
 func cellsTable(s Section, p Panel) SectionTable {
 	all := make([]string, 0, len(p.Cells))
 	for _, c := range p.Cells {
@@ -335,7 +335,7 @@ func cellsTable(s Section, p Panel) SectionTable {
 	}
 	t := SectionTable{Caption: fmt.Sprintf("%s (%s, %s is better)", p.Metric, p.Unit, p.Better)}
 	if s.Baseline != "" {
-		t.Caption += fmt.Sprintf(" · Op = |P − P_%s| / P_%s · coef.: %s = 1, higher is better", s.Baseline, s.Baseline, s.Baseline)
+		t.Caption += fmt.Sprintf(" · Op = |P − P_%s| / P_%s · %s", s.Baseline, s.Baseline, CoefficientNote(s.Baseline, p.Better))
 	}
 	t.Header = []string{"platform"}
 	if anyDiff {
@@ -360,17 +360,38 @@ func cellsTable(s Section, p Panel) SectionTable {
 			bv, _, _, _ := central(b, s.Central)
 			if o, err := stats.Op(v, bv); err == nil && bv > 0 && v > 0 {
 				op = fmt.Sprintf("%.1f%%", 100*o)
-				k := v / bv
-				if p.Better == stats.BetterLower {
-					k = bv / v
-				}
-				coef = ratioNum(k)
+				coef = ratioNum(Coefficient(v, bv, p.Better))
 			}
 		}
 		row = append(row, strconv.Itoa(c.Instances), strconv.Itoa(c.N), num(v), ci, num(c.Stdev), op, coef)
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// Coefficient is the studies' performance coefficient of a platform's
+// value v against the baseline's b, as the papers define it: the
+// platform's cost over the baseline's, so 1 is the baseline and above 1
+// is worse (slower, or less throughput) whatever the metric: v/b for a
+// lower-is-better metric (time), b/v for a higher-is-better one
+// (throughput, whose cost is its reciprocal). It is oriented as the JSON's
+// coefficient (stats.Ratio.Coefficient), which takes it from medians.
+func Coefficient(v, b float64, better string) float64 {
+	if better == stats.BetterHigher {
+		return b / v
+	}
+	return v / b
+}
+
+// CoefficientNote says what the coefficient is, in every table that
+// shows one: "coef. = platform/native, > 1 worse"; for a
+// higher-is-better metric, whose cost is its reciprocal,
+// "coef. = native/platform (platform's cost over native's), > 1 worse".
+func CoefficientNote(baseline, better string) string {
+	if better == stats.BetterHigher {
+		return fmt.Sprintf("coef. = %s/platform (platform's cost over %s's), > 1 worse", baseline, baseline)
+	}
+	return fmt.Sprintf("coef. = platform/%s, > 1 worse", baseline)
 }
 
 // xKey is where a cell sits on a section's x axis.

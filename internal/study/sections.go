@@ -176,7 +176,7 @@ func Sections(f File, cells []report.Cell, absent map[string]string) (*report.St
 	if sc, ok := m.Scales[m.Scale]; ok && sc.Note != "" {
 		head.Notes = append(head.Notes, m.Scale+" scale: "+sc.Note)
 	}
-	head.Notes = append(head.Notes, fmt.Sprintf("Charts and tables show the %s of the repetitions (the paper's central value); Op = |P − P_%s| / P_%s and the coefficient (%s = 1, higher is better) are taken from it. Verdicts compare medians with a bootstrap interval.", centralKind, orDash(f.Baseline), orDash(f.Baseline), orDash(f.Baseline)))
+	head.Notes = append(head.Notes, fmt.Sprintf("Charts and tables show the %s of the repetitions (the paper's central value); Op = |P − P_%s| / P_%s and the coefficient (coef. = platform/%s, > 1 worse: the platform's cost over %s's, as the papers define it; for a higher-is-better metric %s/platform) are taken from it. Verdicts compare medians with a bootstrap interval.", centralKind, orDash(f.Baseline), orDash(f.Baseline), orDash(f.Baseline), orDash(f.Baseline), orDash(f.Baseline)))
 	if m.PaperBaseline != "" {
 		head.Notes = append(head.Notes, "The paper's baseline: "+m.PaperBaseline)
 	}
