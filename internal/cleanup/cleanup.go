@@ -6,8 +6,11 @@
 //   - Docker and Podman: containers labelled isobench=1 and isobench.run=
 //     <the run's token>; Podman volume and log files under the state
 //     directory (podman-volumes/<name>, podman-logs/<name>.log).
-//   - LXD: instances named isob-x<hex> with user.isobench.run=<token>;
-//     their volume directories (state dir lxd-volumes/<name>).
+//   - Platforms whose factory has a Sweep (platform.Factory.Sweep, given
+//     in Options.Platforms) list what they leave themselves: LXD its
+//     instances named isob-x<hex> with user.isobench.run=<token>, their
+//     veths and volume directories (state dir lxd-volumes/<name>). This
+//     package decides whose run is dead and removes them (scanSweeps).
 //   - LXC, runc, crun, gVisor, systemd-nspawn ("local" instances, ids
 //     isob-<code><hex>): the engine's foreground process (lxc-execute, runc
 //     run, runsc run, systemd-nspawn; a child of the isobench process),
@@ -57,7 +60,6 @@ package cleanup
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -127,6 +129,10 @@ type Options struct {
 	QEMUDir string
 	// RecordDir is runrec.Dir unless set (tests).
 	RecordDir string
+	// Platforms are the platforms whose own Sweep (platform.Factory.Sweep)
+	// lists what they leave (LXD's instances); nil: none of those is
+	// searched.
+	Platforms platform.Registry
 }
 
 // Plan is what a scan found.
@@ -147,6 +153,7 @@ func Scan(ctx context.Context, o Options) (*Plan, error) {
 	}
 	w.scanLocal(ctx, p)
 	w.scanEngines(ctx, p)
+	w.scanSweeps(ctx, p)
 	w.scanNative(p)
 	w.scanQEMU(p)
 	w.scanLeases(p)
@@ -728,7 +735,7 @@ func (w *world) tokenDead(token string) (bool, string) {
 	return false, "it carries no run token, and other isobench processes are running"
 }
 
-// scanEngines finds Docker and Podman containers and LXD instances.
+// scanEngines finds Docker and Podman containers.
 func (w *world) scanEngines(ctx context.Context, p *Plan) {
 	for _, eng := range []string{"docker", "podman"} {
 		if _, err := exec.LookPath(eng); err != nil {
@@ -790,73 +797,99 @@ func (w *world) scanEngines(ctx context.Context, p *Plan) {
 			}
 		}
 	}
-	w.scanLXD(ctx, p)
 }
 
-func (w *world) scanLXD(ctx context.Context, p *Plan) {
-	if _, err := exec.LookPath("lxc"); err != nil {
-		return
-	}
-	if _, err := os.Stat("/var/snap/lxd/common/lxd/unix.socket"); err != nil {
-		if _, err := os.Stat("/var/lib/lxd/unix.socket"); err != nil {
-			return
-		}
-	}
-	lctx, cancel := context.WithTimeout(ctx, listTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(lctx, "lxc", "list", "isob-x", "--format", "json").Output()
-	if err != nil {
-		p.Kept = append(p.Kept, Kept{"lxd", "instances", fmt.Sprintf("cannot list: %v", err)})
-		return
-	}
-	var list []struct {
-		Name   string            `json:"name"`
-		Config map[string]string `json:"config"`
-	}
-	if err := json.Unmarshal(out, &list); err != nil {
-		p.Kept = append(p.Kept, Kept{"lxd", "instances", fmt.Sprintf("cannot read the list: %v", err)})
-		return
-	}
-	for _, in := range list {
-		if !strings.HasPrefix(in.Name, "isob-x") {
+// scanSweeps finds what the platforms with a Sweep list: an instance is
+// dead as its run token says (tokenDead) unless its lease is live; a part
+// goes with its instance, or, with the instance gone, is decided by its own
+// token (none: only when no other isobench runs) and its owner's lease.
+func (w *world) scanSweeps(ctx context.Context, p *Plan) {
+	for _, name := range w.o.Platforms.Names() {
+		f := w.o.Platforms[name]
+		if f.Sweep == nil {
 			continue
 		}
-		token := in.Config["user.isobench.run"]
-		if token == "" {
-			if m := runToken.FindStringSubmatch(in.Config["user.isobench.name"]); m != nil {
-				token = m[1]
-			}
-		}
-		dead, why := w.tokenDead(token)
-		if l, ok := w.leaseOf(in.Name); ok && l.Live {
-			dead = false
-		}
-		if !dead {
-			if why != "" {
-				p.Kept = append(p.Kept, Kept{"lxd-instance", in.Name, why})
-			}
+		lctx, cancel := context.WithTimeout(ctx, listTimeout)
+		found, err := f.Sweep(lctx, platform.SweepEnv{StateDirs: w.stateDirs})
+		cancel()
+		if err != nil {
+			p.Kept = append(p.Kept, Kept{name, "instances", fmt.Sprintf("cannot list: %v", err)})
 			continue
 		}
-		w.deadIDs[in.Name] = true
-		name := in.Name
-		p.Objects = append(p.Objects, Object{Kind: "lxd-instance", Name: name, Why: why, order: orderContainer, rm: func(ctx context.Context) error {
-			out, err := exec.CommandContext(ctx, "lxc", "delete", "--force", name).CombinedOutput()
-			if err != nil && !strings.Contains(string(out), "not found") {
-				return fmt.Errorf("lxc delete: %v: %s", err, strings.TrimSpace(string(out)))
-			}
-			return nil
-		}})
-		veth := "isv" + strings.TrimPrefix(name, "isob-")
-		if _, err := os.Stat("/sys/class/net/" + veth); err == nil {
-			p.Objects = append(p.Objects, Object{Kind: "veth", Name: veth, Owner: name, order: orderLink, rm: func(ctx context.Context) error { return deleteLink(ctx, veth) }})
+		type verdict struct {
+			dead bool
+			why  string
 		}
-		for _, sd := range w.stateDirs {
-			d := filepath.Join(sd, "lxd-volumes", name)
-			if _, err := os.Lstat(d); err == nil {
-				p.Objects = append(p.Objects, Object{Kind: "dir", Name: d, Owner: name, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(d) }})
+		instances := map[string]platform.Leftover{}
+		for _, l := range found {
+			if l.Owner == "" {
+				instances[l.Name] = l
 			}
+		}
+		decided := map[string]verdict{}
+		decide := func(owner string, l platform.Leftover) verdict {
+			if v, ok := decided[owner]; ok {
+				return v
+			}
+			token := l.Token
+			if token == "" {
+				if m := runToken.FindStringSubmatch(l.SpecName); m != nil {
+					token = m[1]
+				}
+			}
+			var v verdict
+			v.dead, v.why = w.tokenDead(token)
+			if le, ok := w.leaseOf(owner); ok && le.Live {
+				v.dead = false
+			}
+			decided[owner] = v
+			return v
+		}
+		for _, l := range found {
+			owner, by := l.Name, l
+			if l.Owner != "" {
+				owner = l.Owner
+				if in, ok := instances[owner]; ok {
+					by = in
+				}
+			}
+			_, isPart := instances[owner]
+			isPart = isPart && l.Owner != ""
+			v := decide(owner, by)
+			if !v.dead {
+				if v.why != "" && !isPart {
+					p.Kept = append(p.Kept, Kept{l.Kind, l.Name, v.why})
+				}
+				continue
+			}
+			w.deadIDs[owner] = true
+			o := Object{Kind: l.Kind, Name: l.Name, Owner: l.Owner, order: orderOf(l.Kind), rm: l.Remove}
+			if !isPart {
+				o.Why = v.why
+			}
+			p.Objects = append(p.Objects, o)
 		}
 	}
+}
+
+// orderOf is when an object a platform's Sweep lists is removed, by its
+// kind: instances and containers first, directories last.
+func orderOf(kind string) int {
+	switch {
+	case strings.HasSuffix(kind, "instance"), strings.HasSuffix(kind, "container"):
+		return orderContainer
+	case kind == "process":
+		return orderProcess
+	case kind == "mount":
+		return orderMount
+	case kind == "netns":
+		return orderNetns
+	case kind == "veth", kind == "tap":
+		return orderLink
+	case kind == "cgroup":
+		return orderCgroup
+	}
+	return orderDir
 }
 
 // scanNative finds native scratch directories, their cgroups and agents.

@@ -44,7 +44,7 @@ func cmdClean(ctx context.Context, st *State, args []string) error {
 		}
 	}
 	ctx = context.WithoutCancel(ctx)
-	opts := cleanup.Options{StateDirs: []string{st.stateDir(*stateDir)}}
+	opts := cleanup.Options{StateDirs: []string{st.stateDir(*stateDir)}, Platforms: st.Platforms}
 	judge := cleanup.Judge(opts) // before Clean ends the dead runs' records
 	err := cleanup.Clean(ctx, st.Stdout, opts, *dry)
 	// isobench pods of dead runs on a reachable cluster (none: nothing said)
@@ -69,7 +69,7 @@ func cmdClean(ctx context.Context, st *State, args []string) error {
 // `isobench clean` knows it is alive. The record is never nil; End it when
 // the run ends.
 func (st *State) runRecord(ctx context.Context, stateDir, db string) *runrec.Record {
-	cleanup.Sweep(context.WithoutCancel(ctx), st.Stderr, cleanup.Options{StateDirs: []string{stateDir}})
+	cleanup.Sweep(context.WithoutCancel(ctx), st.Stderr, cleanup.Options{StateDirs: []string{stateDir}, Platforms: st.Platforms})
 	r := runrec.Record{Token: token(), StateDir: stateDir, DB: db, TempDir: os.TempDir()}
 	rec, err := runrec.Begin("", r)
 	if err != nil {

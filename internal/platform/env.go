@@ -36,6 +36,14 @@ type Factory struct {
 	// built-in platform declares Cost.Instance (builtin's test checks it);
 	// a factory that declares nothing is estimated at DefaultCost.
 	Cost Cost
+	// Sweep lists what this platform's instances may have left on this
+	// host (its engine's instances and what goes with them), for
+	// 'isobench clean' and the sweep before a run (package cleanup
+	// decides which belong to dead runs and removes those) and for the
+	// platform's own tests' leftover check: one description of what it
+	// creates. nil: package cleanup finds what the platform leaves by
+	// itself (see its doc).
+	Sweep func(ctx context.Context, env SweepEnv) ([]Leftover, error)
 }
 
 // Cost is a platform's rough time costs, for estimates only (nothing is

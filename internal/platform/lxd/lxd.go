@@ -62,6 +62,7 @@ var Factory = platform.Factory{
 	Help: "LXD system containers via its REST API; image imported from the profile's rootfs; network=bridge (default, the isobench bridge) or none; pool=<storage pool> (default isobench), privileged=true|false; " +
 		"init=system boots the image's systemd (image=debian) with its usual services",
 	Extra: []string{"pool", "privileged", "init"},
+	Sweep: Sweep,
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, o, env)
 	},
@@ -767,36 +768,6 @@ func (in *Instance) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Leftovers lists what lxd instances may leave on the host: LXD instances
-// named with Code, their veths and leases (local.Leftovers), volume
-// directories and LXC cgroups.
-func Leftovers(ctx context.Context, stateDir string) ([]string, error) {
-	c := newClient(SocketPath())
-	var urls []string
-	if err := c.sync(ctx, http.MethodGet, "/1.0/instances", nil, &urls); err != nil {
-		return nil, err
-	}
-	out := local.Leftovers(stateDir, Code)
-	mine := local.Prefix + Code
-	for _, u := range urls {
-		if name := filepath.Base(u); strings.HasPrefix(name, mine) {
-			out = append(out, "instance "+name)
-		}
-	}
-	if es, err := os.ReadDir(filepath.Join(stateDir, "lxd-volumes")); err == nil {
-		for _, e := range es {
-			out = append(out, "volume "+e.Name())
-		}
-	}
-	for _, pat := range []string{"/sys/fs/cgroup/*/lxc.payload." + mine + "*", "/sys/fs/cgroup/*/lxc.monitor." + mine + "*"} {
-		m, _ := filepath.Glob(pat)
-		for _, x := range m {
-			out = append(out, "cgroup "+x)
-		}
-	}
-	return out, nil
 }
 
 // env is the environment of every exec.

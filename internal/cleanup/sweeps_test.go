@@ -1,0 +1,119 @@
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/isobench/isobench/internal/cleanup/runrec"
+	"github.com/isobench/isobench/internal/platform"
+)
+
+// TestScanUsesPlatformSweeps: what a platform's factory lists in its Sweep
+// (platform.Factory.Sweep) is judged here: a dead run's instance is
+// removed with its parts (instance first, its veth, then its directory),
+// by its label's token or, without one, by the token in its spec name; a
+// live run's instance and its parts are kept; a Sweep that fails is kept
+// with why; with no registry in the options no Sweep is called.
+func TestScanUsesPlatformSweeps(t *testing.T) {
+	records := t.TempDir()
+	c := exec.Command("true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(records, strconv.Itoa(c.Process.Pid)+".json"),
+		[]byte(`{"pid":`+strconv.Itoa(c.Process.Pid)+`,"start":1,"token":"dead02"}`), 0o644)
+	live, err := runrec.Begin(records, runrec.Record{Token: "live02"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.End()
+
+	var removed []string
+	rm := func(what string) func(context.Context) error {
+		return func(context.Context) error { removed = append(removed, what); return nil }
+	}
+	called := 0
+	sweep := func(ctx context.Context, env platform.SweepEnv) ([]platform.Leftover, error) {
+		called++
+		if len(env.StateDirs) == 0 || env.StateDirs[0] != "/the/state" {
+			t.Errorf("sweep got state dirs %v", env.StateDirs)
+		}
+		return []platform.Leftover{
+			// parts may come before their instance
+			{Kind: "dir", Name: "/the/state/z-volumes/isob-z00000001", Owner: "isob-z00000001", Remove: rm("dir 1")},
+			{Kind: "z-instance", Name: "isob-z00000001", Token: "dead02", Remove: rm("instance 1")},
+			{Kind: "veth", Name: "isvz00000001", Owner: "isob-z00000001", Remove: rm("veth 1")},
+			{Kind: "z-instance", Name: "isob-z00000002", Token: "live02", Remove: rm("instance 2")},
+			{Kind: "dir", Name: "/the/state/z-volumes/isob-z00000002", Owner: "isob-z00000002", Remove: rm("dir 2")},
+			{Kind: "z-instance", Name: "isob-z00000003", SpecName: "r7dead02-1", Remove: rm("instance 3")},
+		}, nil
+	}
+	reg := platform.NewRegistry(
+		platform.Factory{Name: "zplat", Sweep: sweep},
+		platform.Factory{Name: "broken", Sweep: func(context.Context, platform.SweepEnv) ([]platform.Leftover, error) {
+			return nil, errors.New("no daemon")
+		}},
+		platform.Factory{Name: "plain"},
+	)
+	ctx := context.Background()
+	o := Options{StateDirs: []string{"/the/state"}, RecordDir: records, TempDirs: []string{t.TempDir()}, QEMUDir: t.TempDir()}
+	if _, err := Scan(ctx, o); err != nil || called != 0 {
+		t.Fatalf("no registry: sweep called %d times (%v)", called, err)
+	}
+	o.Platforms = reg
+	p, err := Scan(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []Object
+	for _, ob := range p.Objects {
+		if strings.Contains(ob.Name, "z0000000") {
+			mine = append(mine, ob)
+		}
+	}
+	var got []string
+	for _, ob := range mine {
+		got = append(got, ob.Kind+" "+ob.Name)
+		if ob.Owner == "" && !strings.Contains(ob.Why, "dead02") {
+			t.Errorf("%s %s: why %q, want its dead run", ob.Kind, ob.Name, ob.Why)
+		}
+	}
+	want := "z-instance isob-z00000001,z-instance isob-z00000003,veth isvz00000001,dir /the/state/z-volumes/isob-z00000001"
+	if strings.Join(got, ",") != want {
+		t.Errorf("planned %q\nwant    %q", strings.Join(got, ","), want)
+	}
+	keptBroken := false
+	for _, k := range p.Kept {
+		if strings.Contains(k.Name, "z00000002") {
+			t.Errorf("a live run's %s %s reported kept (%s): a live run's objects are kept silently", k.Kind, k.Name, k.Why)
+		}
+		if k.Kind == "broken" && strings.Contains(k.Why, "no daemon") {
+			keptBroken = true
+		}
+	}
+	if !keptBroken {
+		t.Errorf("a failed sweep is not kept with why: %+v", p.Kept)
+	}
+	if fails := Remove(ctx, &Plan{Objects: mine}); len(fails) > 0 {
+		t.Fatal(fails)
+	}
+	if strings.Join(removed, ",") != "instance 1,instance 3,veth 1,dir 1" {
+		t.Errorf("removed %v", removed)
+	}
+}
+
+// TestOrderOf: a Sweep's kinds are removed in cleanup's order.
+func TestOrderOf(t *testing.T) {
+	for kind, want := range map[string]int{"lxd-instance": orderContainer, "docker-container": orderContainer, "veth": orderLink, "tap": orderLink,
+		"cgroup": orderCgroup, "dir": orderDir, "volume": orderDir, "process": orderProcess, "mount": orderMount, "netns": orderNetns} {
+		if got := orderOf(kind); got != want {
+			t.Errorf("orderOf(%q) = %d, want %d", kind, got, want)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package platform
+
+import "context"
+
+// SweepEnv is what a factory's Sweep gets: where isobench keeps things on
+// this host.
+type SweepEnv struct {
+	// StateDirs are the state directories to search (Env.StateDir of the
+	// runs that may have left something: the recorded runs' and those the
+	// user names).
+	StateDirs []string
+}
+
+// Leftover is one thing a platform's instances may have left on this
+// host, as its factory's Sweep lists it: an instance of its engine, or a
+// part that goes with one (Owner). A Sweep lists what exists, alive or
+// not; the caller decides whose run is dead ('isobench clean', package
+// cleanup) or compares the list before and after (the platform's tests).
+type Leftover struct {
+	// Kind says what it is: "lxd-instance", "veth", "dir", "cgroup"...
+	// (cleanup removes containers and instances first, then processes,
+	// mounts, links, cgroups and directories).
+	Kind string
+	Name string
+	// Owner is the instance a part belongs to ("" for an instance): the
+	// part goes with its instance, or, when the instance is gone, with
+	// what its own token and lease say.
+	Owner string
+	// Token is the run token the object carries (the label
+	// isobench.run), "" when it has none; SpecName is the name the run
+	// gave the instance (Spec.Name, which holds the token too) when the
+	// label is missing.
+	Token, SpecName string
+	// Remove removes it; something already gone is no error.
+	Remove func(ctx context.Context) error
+}
+
+// String is how a test lists it: "KIND NAME".
+func (l Leftover) String() string { return l.Kind + " " + l.Name }
