@@ -41,7 +41,15 @@ func (g *Instances) Create(ctx context.Context, role string, ports ...int) (plat
 	return in, nil
 }
 
-// CloseAll closes every instance Create made, concurrently, within two
+// Add remembers an instance the workload created itself (timing its
+// Create, or with a spec of its own), so CloseAll closes it too.
+func (g *Instances) Add(in platform.Instance) {
+	g.mu.Lock()
+	g.list = append(g.list, in)
+	g.mu.Unlock()
+}
+
+// CloseAll closes every instance Create made or Add was given, concurrently, within two
 // minutes of a context that outlives ctx's cancellation.
 func (g *Instances) CloseAll(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)

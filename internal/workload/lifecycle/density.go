@@ -37,8 +37,8 @@ func density(ctx context.Context, p workload.Params, env workload.HostEnv) ([]wo
 	maxN := p.Int("max-instances")
 	floor := p.Size("memory-limit")
 	ceiling := p.Duration("startup-ceiling")
-	is := &instances{}
-	defer is.closeAll(ctx)
+	is := workload.NewInstances(env, "density")
+	defer is.CloseAll(ctx)
 
 	avail0, err := memAvailable()
 	if err != nil {
@@ -69,7 +69,7 @@ func density(ctx context.Context, p workload.Params, env workload.HostEnv) ([]wo
 		}
 		startup, create, in, err := startOne(ctx, env, perInstance(p))
 		if in != nil {
-			is.add(in)
+			is.Add(in)
 		}
 		if err != nil {
 			if ctx.Err() != nil {

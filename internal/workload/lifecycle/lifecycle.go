@@ -15,7 +15,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
@@ -104,31 +103,6 @@ func spin(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sam
 }
 
 // instances tracks what a repetition created so everything is closed.
-type instances struct {
-	mu  sync.Mutex
-	all []platform.Instance
-}
-
-func (is *instances) add(in platform.Instance) {
-	is.mu.Lock()
-	is.all = append(is.all, in)
-	is.mu.Unlock()
-}
-
-func (is *instances) closeAll(ctx context.Context) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	is.mu.Lock()
-	all := slices.Clone(is.all)
-	is.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, in := range all {
-		wg.Add(1)
-		go func() { defer wg.Done(); in.Close(cctx) }()
-	}
-	wg.Wait()
-}
-
 func seconds(name string, v float64) sample.Metric {
 	return sample.Metric{Name: name, Value: v, Unit: "s", Better: sample.Lower, Agg: sample.Sum}
 }
@@ -145,16 +119,9 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 		return nil, errors.New("footprint: need at least one instance")
 	}
 	window := p.Duration("window")
-	is := &instances{}
-	defer is.closeAll(ctx)
-	type inst struct {
-		in        platform.Instance
-		fp        platform.Footprinter
-		startMS   float64
-		startHost float64 // host-wide busy CPU seconds during Create
-		startCPU  float64 // the instance's own CPU seconds right after Create
-	}
-	insts := make([]inst, n)
+	is := workload.NewInstances(env, "footprint")
+	defer is.CloseAll(ctx)
+	insts := make([]fpInst, n)
 	// one at a time, so each startup's CPU is its own
 	svc := p.Str("service")
 	base := env.Base
@@ -177,7 +144,7 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 			return nil, fmt.Errorf("footprint: create instance %d: %w", i, err)
 		}
 		d := time.Since(t0)
-		is.add(in)
+		is.Add(in)
 		b1, err := hostBusy()
 		if err != nil {
 			return nil, fmt.Errorf("footprint: %w", err)
@@ -190,7 +157,7 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 		if err != nil {
 			return nil, fmt.Errorf("footprint: instance %d: %w", i, err)
 		}
-		insts[i] = inst{in: in, fp: fper, startMS: ms(d), startHost: b1 - b0, startCPU: fp.CPUSeconds}
+		insts[i] = fpInst{in: in, fp: fper, startMS: ms(d), startHost: b1 - b0, startCPU: fp.CPUSeconds}
 	}
 
 	// the services, started one by one and answering before anything is
@@ -222,10 +189,11 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if p.Str("load") == "cpu" {
-		params := spec.Canonical(map[string]string{"duration": (window + time.Second).String()})
-		for _, x := range insts {
-			sessions = append(sessions, agenthost.Start(ectx, x.in, SpinName, params))
+		ins := make([]platform.Instance, n)
+		for i, x := range insts {
+			ins[i] = x.in
 		}
+		sessions, err = startLoad(ectx, ins, window)
 		defer func() {
 			if err != nil {
 				for _, s := range sessions {
@@ -233,20 +201,8 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 				}
 			}
 		}()
-		for i, s := range sessions {
-			if err := s.WaitReady(ectx); err != nil {
-				return nil, fmt.Errorf("footprint: load in instance %d: %w", i, err)
-			}
-		}
-		for i, s := range sessions {
-			if err := s.Release(); err != nil {
-				return nil, fmt.Errorf("footprint: load in instance %d: %w", i, err)
-			}
-		}
-		for i, s := range sessions {
-			if err := s.WaitStarted(ectx); err != nil {
-				return nil, fmt.Errorf("footprint: load in instance %d: %w", i, err)
-			}
+		if err != nil {
+			return nil, err
 		}
 	}
 
@@ -278,6 +234,7 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 	if err != nil {
 		return nil, err
 	}
+	eng := engine(pids1) // the engine's memory at the window's end
 	// engine CPU over the window, of the processes alive at both ends
 	var engWindowCPU float64
 	for p, c1 := range cpuByPID(pids1) {
@@ -285,7 +242,6 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 			engWindowCPU += c1 - c0
 		}
 	}
-	eng1 := engine(pids1)
 
 	for i, s := range sessions {
 		if _, _, err := s.Result(ectx); err != nil {
@@ -301,7 +257,24 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 	}
 
 	tags := map[string]string{"load": p.Str("load"), "window": window.String(), "service": svc}
-	results := make([]workload.InstanceResult, n)
+	return fpResults(ctx, insts, tags, before, after, pids1, eng, engWindowCPU, readyMS), nil
+}
+
+// fpInst is one instance of a footprint repetition.
+type fpInst struct {
+	in        platform.Instance
+	fp        platform.Footprinter
+	startMS   float64
+	startHost float64 // host-wide busy CPU seconds during Create
+	startCPU  float64 // the instance's own CPU seconds right after Create
+}
+
+// fpResults turns the footprints read before and after the window into
+// each instance's metrics and tags; the engine's (its processes pids1,
+// their memory eng at the window's end and CPU over the window) are given
+// to every instance.
+func fpResults(ctx context.Context, insts []fpInst, tags map[string]string, before, after []platform.Footprint, pids1 []int, eng engineUsage, engWindowCPU float64, readyMS [][]sample.Metric) []workload.InstanceResult {
+	results := make([]workload.InstanceResult, len(insts))
 	for i, x := range insts {
 		m := []sample.Metric{
 			bytesMetric("memory_bytes", after[i].MemoryBytes, sample.Sum),
@@ -313,8 +286,8 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 		}
 		if len(pids1) > 0 {
 			m = append(m,
-				bytesMetric("engine_rss_bytes", eng1.rss, sample.Max),
-				bytesMetric("engine_pss_bytes", eng1.pss, sample.Max),
+				bytesMetric("engine_rss_bytes", eng.rss, sample.Max),
+				bytesMetric("engine_pss_bytes", eng.pss, sample.Max),
 				sample.Metric{Name: "engine_cpu_seconds", Value: engWindowCPU, Unit: "s", Better: sample.Lower, Agg: sample.Max},
 			)
 		}
@@ -327,7 +300,35 @@ func footprint(ctx context.Context, p workload.Params, env workload.HostEnv) (_ 
 		t["engine_processes"] = strconv.Itoa(len(pids1))
 		results[i] = workload.InstanceResult{Instance: i, Metrics: m, Tags: t}
 	}
-	return results, nil
+	return results
+}
+
+// startLoad starts the cpu load (SpinName) in every instance, spinning a
+// little longer than the window, and releases them together once all are
+// ready; on an error the sessions started so far are returned to be
+// aborted.
+func startLoad(ctx context.Context, ins []platform.Instance, window time.Duration) ([]*agenthost.Session, error) {
+	params := spec.Canonical(map[string]string{"duration": (window + time.Second).String()})
+	var sessions []*agenthost.Session
+	for _, in := range ins {
+		sessions = append(sessions, agenthost.Start(ctx, in, SpinName, params))
+	}
+	for i, s := range sessions {
+		if err := s.WaitReady(ctx); err != nil {
+			return sessions, fmt.Errorf("footprint: load in instance %d: %w", i, err)
+		}
+	}
+	for i, s := range sessions {
+		if err := s.Release(); err != nil {
+			return sessions, fmt.Errorf("footprint: load in instance %d: %w", i, err)
+		}
+	}
+	for i, s := range sessions {
+		if err := s.WaitStarted(ctx); err != nil {
+			return sessions, fmt.Errorf("footprint: load in instance %d: %w", i, err)
+		}
+	}
+	return sessions, nil
 }
 
 // cpuByPID reads the CPU seconds of each process still alive.
