@@ -16,6 +16,7 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/store"
+	"github.com/isobench/isobench/internal/workload"
 )
 
 func openExisting(ctx context.Context, path string) (*store.Store, error) {
@@ -146,19 +147,26 @@ func cmdDoctor(ctx context.Context, st *State, args []string) error {
 	return tw.Flush()
 }
 
-// cmdWorkloads lists the workloads and their parameters.
+// cmdWorkloads lists the workloads (or those named) and their parameters:
+// each one's default as declared (or what it is computed to), the values
+// an enum parameter allows, and what it means.
 func cmdWorkloads(st *State, args []string) error {
-	fs := newFlags(st, "workloads", "workloads\n\nLists every workload with its parameters, their defaults and what they mean.\nA run names them as W[:PARAMS], e.g. cpu:threads=2,duration=10s.")
+	fs := newFlags(st, "workloads", "workloads [NAME]...\n\nLists every workload (or those named) with its parameters, their defaults, the values\nthey allow and what they mean. A run names them as W[:PARAMS], e.g. cpu:threads=2,duration=10s.")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	names := st.Workloads.Names() // not the internal halves of host-driven workloads
 	if fs.NArg() > 0 {
-		return usage("workloads takes no arguments")
-	}
-	for _, name := range st.Workloads.Names() {
-		if strings.HasPrefix(name, "_") {
-			continue // internal halves of host-driven workloads
+		names = fs.Args()
+		for _, n := range names {
+			if _, err := st.lookupWorkload(n); err != nil {
+				return usage("%v", err)
+			}
 		}
+	} else {
+		fmt.Fprintf(st.Stdout, "Workloads, named as W[:PARAMS] (e.g. cpu:threads=2,duration=10s). %s\n\n", workload.KindsNote)
+	}
+	for _, name := range names {
 		d := st.Workloads[name]
 		where := "in-guest"
 		if d.Host != nil {
@@ -166,11 +174,8 @@ func cmdWorkloads(st *State, args []string) error {
 		}
 		fmt.Fprintf(st.Stdout, "%s (%s): %s\n", d.Name, where, d.Help)
 		for _, p := range d.Params {
-			def := p.Default
-			if def == "" {
-				def = `""`
-			}
-			fmt.Fprintf(st.Stdout, "    %-16s default %-10s %s\n", p.Name, def, p.Help)
+			def, help := p.Describe()
+			fmt.Fprintf(st.Stdout, "    %-16s default %-10s %s\n", p.Name, def, help)
 		}
 	}
 	return nil

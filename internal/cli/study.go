@@ -205,9 +205,9 @@ func yamlKind(n *yaml.Node) string {
 	return strconv.Quote(n.Value)
 }
 
-// typeErrLine is one of yaml's type errors: "line 3: cannot unmarshal
-// !!str `x` into []int" or "line 2: field workload not found in type
-// cli.Study".
+// yaml's type errors, "line 2: field workload not found in type
+// cli.Study" and "line 3: cannot unmarshal !!str `x` into []int", and the
+// prefix before them.
 var (
 	yamlNotFound  = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
 	yamlCannot    = regexp.MustCompile("line (\\d+): cannot unmarshal !!\\w+(?: `([^`]*)`)? into \\S+")

@@ -54,7 +54,38 @@ type Param struct {
 	// FromArgs, agenthost.Options.Secrets), errors never quote it and
 	// Params.String leaves it out.
 	Secret bool
+	// Computed, for a parameter whose Default is empty because the
+	// workload's Derive fills it in from other parameters, says what it is
+	// computed to (e.g. "1g in stream mode, 128m in ionugget mode"), for
+	// 'isobench workloads'. An empty Default without it means "none".
+	Computed string
 }
+
+// Describe is a parameter as 'isobench workloads' shows it: its default
+// ("computed" for one Derive fills in, "none" for none) and its help with
+// what the validator allows (an Enum's values) and what a computed default
+// is computed to.
+func (p Param) Describe() (def, help string) {
+	def, help = p.Default, p.Help
+	switch {
+	case p.Kind == Enum && len(p.Enum) == 1:
+		help += " (only " + p.Enum[0] + ")"
+	case p.Kind == Enum:
+		help += " (one of " + strings.Join(p.Enum, "|") + ")"
+	}
+	if def == "" {
+		def = "none"
+		if p.Computed != "" {
+			def = "computed"
+			help += "; default computed: " + p.Computed
+		}
+	}
+	return def, help
+}
+
+// KindsNote says once how durations and sizes are written, as Resolve
+// reads them (spec.ParseDuration, spec.ParseSize).
+const KindsNote = "Durations are written 10s, 500ms or 2m; a bare number is seconds. Sizes are written 4k, 1m or 1g (powers of 1024); a bare number is bytes."
 
 // Barrier is called by an in-guest workload once its untimed setup is done;
 // it returns when every concurrent instance is ready and the host says go.

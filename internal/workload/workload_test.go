@@ -137,3 +137,23 @@ func TestExpandSweeps(t *testing.T) {
 		t.Error("Resolve accepted threads=1|2")
 	}
 }
+
+// Describe shows an enum's values, a single value as "only", and a
+// default the workload computes as "computed" with what it is.
+func TestParamDescribe(t *testing.T) {
+	for _, c := range []struct {
+		p         Param
+		def, help string
+	}{
+		{Param{Name: "oper", Kind: Enum, Enum: []string{"write", "read"}, Default: "write", Help: "op"}, "write", "op (one of write|read)"},
+		{Param{Name: "direction", Kind: Enum, Enum: []string{"download"}, Default: "download", Help: "instance -> client"}, "download", "instance -> client (only download)"},
+		{Param{Name: "size", Kind: Size, Computed: "1g in stream mode", Help: "file size"}, "computed", "file size; default computed: 1g in stream mode"},
+		{Param{Name: "tree", Kind: String, Help: "a tree"}, "none", "a tree"},
+		{Param{Name: "threads", Kind: Int, Default: "1", Help: "threads"}, "1", "threads"},
+	} {
+		def, help := c.p.Describe()
+		if def != c.def || help != c.help {
+			t.Errorf("%s: %q, %q; want %q, %q", c.p.Name, def, help, c.def, c.help)
+		}
+	}
+}

@@ -41,8 +41,8 @@ var Def = workload.Def{
 	Help: "block writer/reader: mode=stream writes a file of random blocks (fsync at the end) and reads it back (MB/s); mode=ionugget is IO-nugget's procedure from study 000 (fsync per 1 MiB block, 512-byte reads at shuffled offsets, per-block times summed; MiB/s)",
 	Params: []workload.Param{
 		{Name: "mode", Kind: workload.Enum, Default: "stream", Enum: []string{"stream", "ionugget"}, Help: "stream: sequential write, one fsync, sequential read; ionugget: IO-nugget's own procedure (study 000): fsync after every block, read-size reads at shuffled offsets, per-block times summed"},
-		{Name: "block-size", Kind: workload.Size, Default: "", Min: 1, Max: 1 << 30, Help: "bytes per write (and per read in stream mode); default 1m"},
-		{Name: "size", Kind: workload.Size, Default: "", Min: 1, Help: "file size; default 1g (stream), 128m (ionugget, as IO-nugget)"},
+		{Name: "block-size", Kind: workload.Size, Default: "", Computed: "1m", Min: 1, Max: 1 << 30, Help: "bytes per write (and per read in stream mode)"},
+		{Name: "size", Kind: workload.Size, Default: "", Computed: "1g in stream mode, 128m in ionugget mode as IO-nugget", Min: 1, Help: "file size"},
 		{Name: "read-size", Kind: workload.Size, Default: "512", Min: 1, Max: 1 << 30, Help: "ionugget mode: bytes per read (IO-nugget reads 512)"},
 		{Name: "fsync", Kind: workload.Bool, Default: "true", Help: "fsync after the last write, inside the write time"},
 		{Name: "direct", Kind: workload.Bool, Default: "false", Help: "O_DIRECT for both phases"},

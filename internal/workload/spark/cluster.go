@@ -39,15 +39,34 @@ const (
 // clusterHome is Spark's home in the spark image.
 const clusterHome = image.SparkPySparkDir + "/pyspark"
 
+// clusterOf is the local-mode parameters as the cluster takes them:
+// without executors (local mode's thread multiplier; the cluster has one
+// executor per worker) and with cores and memory said in its terms.
+func clusterOf(local []workload.Param) []workload.Param {
+	var ps []workload.Param
+	for _, p := range local {
+		switch p.Name {
+		case "executors":
+			continue
+		case "cores":
+			p.Help = "cores of each worker (its one executor)"
+		case "memory":
+			p.Help = "driver memory"
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
 func paramsWith(extra ...workload.Param) []workload.Param {
 	ps := append([]workload.Param(nil), Def.Params...)
 	return append(ps, extra...)
 }
 
-// clusterParams are the cluster workload's: the job's, the worker count,
-// and the workers' executor memory; cores is per worker, executors is
-// unused (one executor per worker).
-var clusterParams = paramsWith(
+// clusterParams are the cluster workload's: the job's (cores per worker,
+// memory the driver's; not executors: one executor per worker), the
+// worker count, and the workers' executor memory.
+var clusterParams = append(clusterOf(Def.Params),
 	workload.Param{Name: "cluster", Kind: workload.Int, Default: "2", Min: 1, Max: 64, Help: "workers (one instance each) besides the master and driver's instance"},
 	workload.Param{Name: "executor-memory", Kind: workload.Size, Default: "1g", Min: 256 << 20, Max: 1 << 40, Help: "memory of each worker's executor"},
 )

@@ -63,7 +63,7 @@ var Def = workload.Def{
 		{Name: "executors", Kind: workload.Int, Default: "1", Min: 1, Max: 256, Help: "executors (local mode: multiplies the worker threads)"},
 		{Name: "cores", Kind: workload.Int, Default: "2", Min: 1, Max: 256, Help: "cores per executor (local mode runs local[executors*cores])"},
 		{Name: "memory", Kind: workload.Size, Default: "1g", Min: 256 << 20, Max: 1 << 40, Help: "driver (and in local mode executor) memory"},
-		{Name: "iterations", Kind: workload.Int, Default: "", Min: 1, Max: 1000, Help: "pagerank and kmeans iterations (default: HiBench's 3 and 5)"},
+		{Name: "iterations", Kind: workload.Int, Default: "", Computed: "5 for kmeans, else 3, as HiBench", Min: 1, Max: 1000, Help: "pagerank and kmeans iterations"},
 		{Name: "k", Kind: workload.Int, Default: "10", Min: 1, Max: 1000, Help: "kmeans clusters"},
 		{Name: "seed", Kind: workload.Int, Default: "19", Min: 0, Help: "input generator seed"},
 	},

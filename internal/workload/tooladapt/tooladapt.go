@@ -125,7 +125,7 @@ func Defs() []workload.Def {
 			Name: Iperf3,
 			Help: "external iperf3 client; server empty: a server on 127.0.0.1 in the same instance (loopback); Gbit/s, retransmits",
 			Params: []workload.Param{
-				{Name: "server", Kind: workload.String, Default: "", Help: "address of a running iperf3 server; empty starts one on 127.0.0.1 in this instance"},
+				{Name: "server", Kind: workload.String, Default: "", Help: "address of a running iperf3 server; none: start one on 127.0.0.1 in this instance"},
 				{Name: "port", Kind: workload.Int, Default: "5201", Min: 1, Max: 65535, Help: "server port"},
 				{Name: "parallel", Kind: workload.Int, Default: "1", Min: 1, Max: 128, Help: "parallel streams (-P)"},
 				{Name: "reverse", Kind: workload.Bool, Default: "false", Help: "server sends (-R)"},
@@ -142,7 +142,7 @@ func Defs() []workload.Def {
 			Name: Sockperf,
 			Help: "external sockperf ping-pong (request/response latency, full round trip); server empty: a server on 127.0.0.1 in the same instance",
 			Params: []workload.Param{
-				{Name: "server", Kind: workload.String, Default: "", Help: "address of a running sockperf server; empty starts one on 127.0.0.1 in this instance"},
+				{Name: "server", Kind: workload.String, Default: "", Help: "address of a running sockperf server; none: start one on 127.0.0.1 in this instance"},
 				{Name: "port", Kind: workload.Int, Default: "11111", Min: 1, Max: 65535, Help: "server port"},
 				{Name: "tcp", Kind: workload.Bool, Default: "true", Help: "TCP (false: UDP)"},
 				{Name: "msg-size", Kind: workload.Int, Default: "64", Min: 12, Max: 65000, Help: "message size in bytes"},

@@ -107,9 +107,13 @@ const (
 func Defs() []workload.Def { return []workload.Def{SCPDef, WgetDef, SMBDef, FTPDef, SMTPDef, Server} }
 
 func params(directions ...string) []workload.Param {
+	dirHelp := "download: instance -> client; upload: client -> instance"
+	if len(directions) == 1 && directions[0] == Download {
+		dirHelp = "instance -> client"
+	}
 	return []workload.Param{
-		{Name: "direction", Kind: workload.Enum, Enum: directions, Default: Download, Help: "download: instance -> client; upload: client -> instance"},
-		{Name: "file", Kind: workload.Size, Default: "", Min: 1, Max: dataset.MaxSize, Help: "one file of this size (study 002: 450m); the default when tree is not given"},
+		{Name: "direction", Kind: workload.Enum, Enum: directions, Default: Download, Help: dirHelp},
+		{Name: "file", Kind: workload.Size, Default: "", Computed: "450m when tree is not given", Min: 1, Max: dataset.MaxSize, Help: "one file of this size (study 002: 450m)"},
 		{Name: "tree", Kind: workload.String, Default: "", Help: "NODES/SIZE: a tree of NODES files and folders holding SIZE bytes (study 002: 2500/75m)"},
 		{Name: "seed", Kind: workload.Int, Default: "1", Min: 0, Max: 1 << 62, Help: "seed of the data set's contents and sizes"},
 		{Name: "clients", Kind: workload.Int, Default: "1", Min: 1, Max: 64, Help: "concurrent clients against each instance (study 002: 2 clients, 1 environment)"},
