@@ -452,7 +452,7 @@ const (
 func (w *world) scanLocal(ctx context.Context, p *Plan) {
 	ids := map[string]string{} // id -> state dir where its directory is
 	note := func(id, sd string) {
-		if strings.HasPrefix(id, "isob-x") { // LXD: by its label (scanEngines)
+		if strings.HasPrefix(id, "isob-x") { // LXD: its Factory.Sweep lists them (scanSweeps)
 			return
 		}
 		if _, ok := ids[id]; !ok || sd != "" {
