@@ -24,6 +24,7 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 	run := fs.Int64("run", 0, "`ID`: the run to report (default: the latest run)")
 	baseline := fs.String("baseline", "", "`LABEL`: baseline platform label (default: the run's baseline, else native)")
 	studyArg := fs.String("study", "", "`ID|FILE`: draw the run in a study's shapes (a built-in study or a study file): each table and figure of the paper first, with its findings and this run's verdicts (html; with --format table, the findings after the table)")
+	familywise := fs.Bool("familywise", false, "widen every ratio interval (Bonferroni) so that, over all the cells compared with the baseline together, a difference where there is none is called in about 5% of runs (a little more with under 10 repetitions), where per-cell 95% intervals call about one cell in twenty; for A/A checks and runs of many cells")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -98,7 +99,15 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 	if recOK {
 		warmups = rec.Warmup
 	}
-	cells := report.Cells(samples, report.Options{Baseline: bl, Stats: stats.Options{Seed: chosen.ID}, Warmups: warmups})
+	opts := report.Options{Baseline: bl, Stats: stats.Options{Seed: chosen.ID}, Warmups: warmups}
+	if *familywise {
+		var k int
+		opts, k = report.Familywise(samples, opts)
+		if k > 1 {
+			fmt.Fprintf(st.Stderr, "report: family-wise intervals over the %d cells compared with %s: each ratio's interval at %.3g%% (95%% for the family)\n", k, bl, 100*opts.Stats.Confidence)
+		}
+	}
+	cells := report.Cells(samples, opts)
 	report.MarkEmulated(cells, chosen.Fingerprint) // a VM platform under TCG: the table, the findings and the page say so
 	doc := report.Doc{Run: chosen.ID, Status: chosen.Status, Fingerprint: chosen.Fingerprint, Cells: cells}
 	if *studyArg != "" && *format == "html" {
