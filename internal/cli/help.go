@@ -23,7 +23,7 @@ var examples = map[string][]string{
 	"image":          {"isobench image build --platform docker --image tools"},
 	"image build":    {"isobench image build --platform docker --image tools"},
 	"doctor":         {"isobench doctor"},
-	"workloads":      {"isobench workloads"},
+	"workloads":      {"isobench workloads", "isobench workloads disk memory"},
 	"version":        {"isobench version"},
 	"clean":          {"isobench clean --dry-run", "isobench clean"},
 	"study":          {"isobench study list", "isobench study show 004 --scale quick > s004.yaml", "isobench study run 004 --scale quick --dry-run"},
