@@ -61,7 +61,7 @@ for p in $platforms; do
       extra=(); [ $mode = duet ] && extra=(--duet)
       "$bin" run --quiet --db "$db" --html none --platform "$p" --platform "$other" --baseline "$p" \
         --workload cpu:threads=1,duration=2s --reps "$reps" "${extra[@]}" > "$work/last.out" 2>&1 || { echo "duet.sh: $p $case $mode failed:" >&2; tail -3 "$work/last.out" >&2; }
-      "$bin" report --db "$db" --format json 2>/dev/null | python3 -c '
+      "$bin" report --db "$db" --format jsonl 2>/dev/null | python3 -c '
 import json, sys
 p, case, mode, out = sys.argv[1:5]
 for l in sys.stdin:

@@ -75,7 +75,7 @@ results=$work/results.tsv # control platform expected got verdict note
 say() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$results"; }
 
 # cells DB: the report's cells as JSON lines
-cells() { "$bin" report --db "$1" --format json 2>/dev/null; }
+cells() { "$bin" report --db "$1" --format jsonl 2>/dev/null; }
 
 run() { # DB ARGS...: a run whose failed cells are expected sometimes
   local db=$1; shift
@@ -127,7 +127,7 @@ with open(out, "a") as f:
       primes=$(seq 10000 10019 | paste -sd'|')
       run "$db" --platform "$p" --platform "$p:cpus=$ncpu" --baseline "$p" \
         --workload "cpu:threads=1,duration=500ms,max-prime=$primes" --reps "$reps"
-      { cells "$db" | sed 's/^/percell /'; "$bin" report --db "$db" --format json --familywise 2>/dev/null | sed 's/^/familywise /'; } | python3 -c '
+      { cells "$db" | sed 's/^/percell /'; "$bin" report --db "$db" --format jsonl --familywise 2>/dev/null | sed 's/^/familywise /'; } | python3 -c '
 import json, sys
 p, out = sys.argv[1], sys.argv[2]
 n = {"percell": 0, "familywise": 0}

@@ -64,7 +64,7 @@ inside containers, VMs and sandboxes, compared with honest statistics.
 Usage:
   isobench run [flags] [study.yaml]       run a study (see 'isobench run -h')
   isobench results [flags]                print stored samples (jsonl or csv)
-  isobench report [flags]                 summarise a store (table, markdown, csv, json, html)
+  isobench report [flags]                 summarise a store (table, markdown, csv, json, jsonl, html)
   isobench compare A.db B.db              compare two stores cell by cell (--fail-if-slower 5%: a CI gate, exit 3)
   isobench runs [--db FILE]               the runs in a store: command, host, date, status
   isobench merge OUT.db A.db B.db...      join stores from several machines or runs, keeping where each run came from

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/isobench/isobench/internal/builtin"
 )
@@ -142,29 +144,84 @@ func TestRunNativeThenResultsAndReport(t *testing.T) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		if got := strings.Join(keys, ","); got != "better,instance,instances,metric,options,params,platform,rep,tags,unit,value,warmup,workload" &&
-			got != "better,instance,instances,metric,options,params,platform,rep,unit,value,warmup,workload" {
+		if got := strings.Join(keys, ","); got != "better,duration_ns,instance,instances,metric,options,params,platform,rep,run_id,start,tags,unit,value,warmup,workload" &&
+			got != "better,duration_ns,instance,instances,metric,options,params,platform,rep,run_id,start,unit,value,warmup,workload" {
 			t.Fatalf("jsonl keys %s", got)
+		}
+		// every sample carries its run id, start time and duration
+		if m["run_id"] != 1.0 {
+			t.Fatalf("run_id %v: %s", m["run_id"], l)
+		}
+		if ts, err := time.Parse(time.RFC3339Nano, m["start"].(string)); err != nil || ts.IsZero() {
+			t.Fatalf("start %v (%v): %s", m["start"], err, l)
+		}
+		if d, _ := m["duration_ns"].(float64); d <= 0 {
+			t.Fatalf("duration_ns %v: %s", m["duration_ns"], l)
 		}
 		platforms[m["platform"].(string)+":"+m["options"].(string)] = true
 	}
 	if !platforms["native:"] || !platforms["native:cpus=1"] {
 		t.Fatalf("platforms in results: %v", platforms)
 	}
-	for _, format := range []string{"csv", "markdown", "json", "table"} {
+	st, out, errb = newTestState(t)
+	if code := Main(context.Background(), st, []string{"results", "--db", db, "--format", "csv"}); code != 0 {
+		t.Fatalf("results csv exit %d: %s", code, errb.String())
+	}
+	recs, err := csv.NewReader(strings.NewReader(out.String())).ReadAll()
+	if err != nil || len(recs) < 2 {
+		t.Fatalf("results csv: %v\n%s", err, out.String())
+	}
+	if got, want := strings.Join(recs[0], ","), "run_id,platform,options,workload,params,instances,instance,rep,warmup,metric,unit,better,value,start,duration_ns"; got != want {
+		t.Fatalf("results csv header %s, want %s", got, want)
+	}
+	if r := recs[1]; r[0] != "1" || r[13] == "" || r[14] == "" || r[14] == "0" {
+		t.Fatalf("results csv row lacks run id, start or duration: %v", r)
+	}
+	for _, format := range []string{"csv", "markdown", "json", "jsonl", "table"} {
 		st, out, errb = newTestState(t)
 		if code := Main(context.Background(), st, []string{"report", "--db", db, "--format", format}); code != 0 || out.Len() == 0 {
 			t.Fatalf("report %s: exit %d %s", format, code, errb.String())
 		}
 	}
+	cellKeys := []string{"platform", "options", "workload", "params", "instances", "metric", "unit", "better", "n", "median", "stdev", "cv", "ci_low", "ci_high", "baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"}
+	// --format jsonl: one cell per line
+	st, out, _ = newTestState(t)
+	Main(context.Background(), st, []string{"report", "--db", db, "--format", "jsonl"})
+	jsonl := strings.Split(strings.TrimSpace(out.String()), "\n")
+	for _, l := range jsonl {
+		var c map[string]any
+		if err := json.Unmarshal([]byte(l), &c); err != nil {
+			t.Fatalf("jsonl: %v: %s", err, l)
+		}
+		for _, k := range cellKeys {
+			if _, ok := c[k]; !ok {
+				t.Fatalf("jsonl cell lacks %q: %s", k, l)
+			}
+		}
+	}
+	// --format json: one document, the run and its cells
 	st, out, _ = newTestState(t)
 	Main(context.Background(), st, []string{"report", "--db", db, "--format", "json"})
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var c map[string]any
-		json.Unmarshal([]byte(l), &c)
-		for _, k := range []string{"platform", "options", "workload", "params", "instances", "metric", "unit", "better", "n", "median", "stdev", "cv", "ci_low", "ci_high", "baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"} {
+	dec := json.NewDecoder(strings.NewReader(out.String()))
+	var doc struct {
+		Run         *int64            `json:"run"`
+		Status      string            `json:"status"`
+		Fingerprint map[string]string `json:"fingerprint"`
+		Cells       []map[string]any  `json:"cells"`
+	}
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("report --format json is not one JSON document: %v\n%.300s", err, out.String())
+	}
+	if dec.More() {
+		t.Fatalf("report --format json wrote more than one JSON document:\n%.300s", out.String())
+	}
+	if doc.Run == nil || *doc.Run != 1 || doc.Status != "done" || doc.Fingerprint["kernel"] == "" || len(doc.Cells) != len(jsonl) {
+		t.Fatalf("report --format json: run %v, status %q, %d fingerprint keys, %d cells (jsonl: %d)", doc.Run, doc.Status, len(doc.Fingerprint), len(doc.Cells), len(jsonl))
+	}
+	for _, c := range doc.Cells {
+		for _, k := range cellKeys {
 			if _, ok := c[k]; !ok {
-				t.Fatalf("json cell lacks %q: %s", k, l)
+				t.Fatalf("json cell lacks %q: %v", k, c)
 			}
 		}
 	}

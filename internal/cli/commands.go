@@ -39,7 +39,7 @@ func openExisting(ctx context.Context, path string) (*store.Store, error) {
 func cmdResults(ctx context.Context, st *State, args []string) error {
 	fs := newFlags(st, "results", "results [--db FILE] [--format jsonl|csv] [--run ID] [--warmup]")
 	db := fs.String("db", "isobench.db", "`FILE`: result store")
-	format := fs.String("format", "jsonl", "`jsonl|csv`: one JSON object per sample, or CSV with a header")
+	format := fs.String("format", "jsonl", "`jsonl|csv`: one JSON object per sample, or CSV with a header; each sample with its run id, start time and duration")
 	run := fs.Int64("run", 0, "`ID`: only this run (default: all runs)")
 	warm := fs.Bool("warmup", false, "include warm-up samples")
 	if err := parseFlags(fs, args); err != nil {
@@ -57,7 +57,7 @@ func cmdResults(ctx context.Context, st *State, args []string) error {
 	if err != nil {
 		return err
 	}
-	header := []string{"platform", "options", "workload", "params", "instances", "instance", "rep", "warmup", "metric", "unit", "better", "value"}
+	header := []string{"run_id", "platform", "options", "workload", "params", "instances", "instance", "rep", "warmup", "metric", "unit", "better", "value", "start", "duration_ns"}
 	if *format == "csv" {
 		w := csv.NewWriter(st.Stdout)
 		w.Write(header)
@@ -69,14 +69,15 @@ func cmdResults(ctx context.Context, st *State, args []string) error {
 	}
 	enc := json.NewEncoder(st.Stdout)
 	for _, x := range samples {
-		if err := enc.Encode(jsonRow(x)); err != nil {
+		if err := enc.Encode(sampleRow{x.RunID, exportRow(x)}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// resultRow has exactly the keys `results` promises, in order.
+// resultRow is a sample's keys and value (export and `results` add
+// its run id, start time, duration and tags).
 type resultRow struct {
 	Platform  string  `json:"platform"`
 	Options   string  `json:"options"`
@@ -99,9 +100,21 @@ func jsonRow(x sample.Sample) resultRow {
 	return resultRow{x.Platform, x.Options, x.Workload, x.Params, x.Instances, x.Instance, x.Rep, x.Warmup, x.Metric, x.Unit, string(x.Better), x.Value, x.Tags}
 }
 
+// sampleRow is one line of `results --format jsonl`: the sample's run,
+// its keys and value, when it started and how long it took, and its tags.
+type sampleRow struct {
+	RunID int64 `json:"run_id"`
+	exportSample
+}
+
+func exportRow(x sample.Sample) exportSample {
+	return exportSample{jsonRow(x), x.Start.UTC().Format(time.RFC3339Nano), int64(x.Duration), x.Tags}
+}
+
 func row(x sample.Sample) []string {
-	return []string{x.Platform, x.Options, x.Workload, x.Params, strconv.Itoa(x.Instances), strconv.Itoa(x.Instance), strconv.Itoa(x.Rep),
-		strconv.FormatBool(x.Warmup), x.Metric, x.Unit, string(x.Better), strconv.FormatFloat(x.Value, 'g', -1, 64)}
+	return []string{strconv.FormatInt(x.RunID, 10), x.Platform, x.Options, x.Workload, x.Params, strconv.Itoa(x.Instances), strconv.Itoa(x.Instance), strconv.Itoa(x.Rep),
+		strconv.FormatBool(x.Warmup), x.Metric, x.Unit, string(x.Better), strconv.FormatFloat(x.Value, 'g', -1, 64),
+		x.Start.UTC().Format(time.RFC3339Nano), strconv.FormatInt(int64(x.Duration), 10)}
 }
 
 // cmdDoctor lists every platform: available, or why not and how to fix it.

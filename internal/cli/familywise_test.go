@@ -48,7 +48,7 @@ func aaStore(t *testing.T, path string, seed int64) {
 	}
 }
 
-// differing counts the cells of a json report called faster or slower.
+// differing counts the cells of a jsonl report called faster or slower.
 func differing(t *testing.T, out string) int {
 	t.Helper()
 	n := 0
@@ -77,7 +77,7 @@ func TestReportFamilywise(t *testing.T) {
 		db := filepath.Join(t.TempDir(), "aa.db")
 		aaStore(t, db, seed)
 		st, out, errb := newTestState(t)
-		if code := Main(context.Background(), st, []string{"report", "--db", db, "--format", "json"}); code != 0 {
+		if code := Main(context.Background(), st, []string{"report", "--db", db, "--format", "jsonl"}); code != 0 {
 			t.Fatalf("report: exit %d: %s", code, errb.String())
 		}
 		per := differing(t, out.String())
@@ -86,7 +86,7 @@ func TestReportFamilywise(t *testing.T) {
 		}
 		checked++
 		st, out, errb = newTestState(t)
-		if code := Main(context.Background(), st, []string{"report", "--db", db, "--format", "json", "--familywise"}); code != 0 {
+		if code := Main(context.Background(), st, []string{"report", "--db", db, "--format", "jsonl", "--familywise"}); code != 0 {
 			t.Fatalf("report --familywise: exit %d: %s", code, errb.String())
 		}
 		fw := differing(t, out.String())

@@ -98,7 +98,7 @@ func TestHelpShowsRealDefaults(t *testing.T) {
 	if h := helpOf(t, "compare", "-h"); !strings.Contains(h, "Flags:\n  --fail-if-slower PCT\n") || strings.Count(h, "\n  --") != 1 {
 		t.Errorf("compare -h:\n%s", h)
 	}
-	if h := helpOf(t, "report", "-h"); !strings.Contains(h, "  --format table|markdown|csv|json|html\n") || !strings.Contains(h, "  -o FILE\n") || strings.Contains(h, "FILE: ") {
+	if h := helpOf(t, "report", "-h"); !strings.Contains(h, "  --format table|markdown|csv|json|jsonl|html\n") || !strings.Contains(h, "  -o FILE\n") || strings.Contains(h, "FILE: ") {
 		t.Errorf("report -h:\n%s", h)
 	}
 	if h := helpOf(t, "help"); !strings.Contains(h, "-h (or --help)") {

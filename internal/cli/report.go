@@ -17,9 +17,9 @@ import (
 )
 
 func cmdReport(ctx context.Context, st *State, args []string) error {
-	fs := newFlags(st, "report", "report [--db FILE] [--format table|markdown|csv|json|html] [-o FILE] [--run ID] [--baseline P] [--study ID|FILE]")
+	fs := newFlags(st, "report", "report [--db FILE] [--format table|markdown|csv|json|jsonl|html] [-o FILE] [--run ID] [--baseline P] [--study ID|FILE]")
 	db := fs.String("db", "isobench.db", "`FILE`: result store")
-	format := fs.String("format", "table", "`table|markdown|csv|json|html`: the output format")
+	format := fs.String("format", "table", "`table|markdown|csv|json|jsonl|html`: the output format; json is one document (the run, its fingerprint and its \"cells\"), jsonl one cell per line")
 	out := fs.String("o", "", "`FILE`: write to this file instead of stdout (html: default report.html)")
 	run := fs.Int64("run", 0, "`ID`: the run to report (default: the latest run)")
 	baseline := fs.String("baseline", "", "`LABEL`: baseline platform label (default: the run's baseline, else native)")
@@ -43,7 +43,7 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 	}
 	render, ok := renderers[*format]
 	if !ok {
-		return usage("--format %q: want table, markdown, csv, json or html", *format)
+		return usage("--format %q: want table, markdown, csv, json, jsonl or html", *format)
 	}
 	if *format == "html" && *out == "" {
 		*out = "report.html" // a page is for a browser, not a terminal
@@ -189,6 +189,7 @@ var renderers = map[string]func(io.Writer, report.Doc) error{
 	"markdown": report.Markdown,
 	"csv":      report.CSV,
 	"json":     report.JSON,
+	"jsonl":    report.JSONL,
 	"html":     report.HTML,
 }
 

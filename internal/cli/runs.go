@@ -224,7 +224,7 @@ func cmdExport(ctx context.Context, st *State, args []string) error {
 		doc.Failures = append(doc.Failures, exportFailure{f.Kind, f.Class, f.Platform, f.Options, f.Workload, f.Params, f.Instances, f.Rep, f.Object, f.Error})
 	}
 	for _, x := range samples {
-		doc.Samples = append(doc.Samples, exportSample{jsonRow(x), x.Start.UTC().Format(time.RFC3339Nano), int64(x.Duration), x.Tags})
+		doc.Samples = append(doc.Samples, exportRow(x))
 	}
 	enc := json.NewEncoder(st.Stdout)
 	enc.SetIndent("", "  ")

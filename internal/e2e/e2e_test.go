@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// cell is the part of `isobench report --format json` these tests read.
+// cell is the part of `isobench report --format jsonl` these tests read.
 type cell struct {
 	Platform    string    `json:"platform"`
 	Options     string    `json:"options"`
@@ -164,7 +164,7 @@ func runPair(t *testing.T, ctx context.Context, opts string, reps int) (map[stri
 		}
 		t.Fatal(err)
 	}
-	out, err := isobench(t, ctx, dir, "report", "--db", db, "--format", "json")
+	out, err := isobench(t, ctx, dir, "report", "--db", db, "--format", "jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestInjectedSlowdown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("report --format html did not write report.html: %v", err)
 	}
-	js, err := isobench(t, ctx, dir, "report", "--db", db, "--format", "json")
+	js, err := isobench(t, ctx, dir, "report", "--db", db, "--format", "jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func TestEmulatedInEveryOutput(t *testing.T) {
 	if err := Markdown(&md, d); err != nil {
 		t.Fatal(err)
 	}
-	if err := JSON(&js, d); err != nil {
+	if err := JSONL(&js, d); err != nil {
 		t.Fatal(err)
 	}
 	if err := HTML(&page, d); err != nil {

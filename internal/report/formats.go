@@ -25,8 +25,24 @@ type Doc struct {
 	Sections []Section     `json:"sections,omitempty"`
 }
 
-// JSON writes one object per cell, one per line.
+// JSON writes the run as one JSON document: its id, status and
+// fingerprint, and every cell in "cells".
 func JSON(w io.Writer, d Doc) error {
+	d = markedDoc(d)
+	if d.Fingerprint == nil {
+		d.Fingerprint = map[string]string{}
+	}
+	if d.Cells == nil {
+		d.Cells = []Cell{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(d)
+}
+
+// JSONL writes one JSON object per cell, one per line (JSON lines): for
+// line-by-line tools; the run's id, status and fingerprint are not in it.
+func JSONL(w io.Writer, d Doc) error {
 	d = markedDoc(d)
 	enc := json.NewEncoder(w)
 	for _, c := range d.Cells {

@@ -34,7 +34,8 @@ var goldenFormats = map[string]func(io.Writer, Doc) error{
 	"table.txt":   func(w io.Writer, d Doc) error { return Table(w, d.Cells) },
 	"markdown.md": Markdown,
 	"csv.csv":     CSV,
-	"json.jsonl":  JSON,
+	"json.json":   JSON,
+	"json.jsonl":  JSONL,
 	"html.html":   HTML,
 	"compare.txt": func(w io.Writer, d Doc) error {
 		b := goldenDoc(8)

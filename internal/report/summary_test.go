@@ -136,7 +136,7 @@ func TestJSONNullRatioWithoutBaseline(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := JSON(&b, Doc{Cells: Cells(kept, Options{Baseline: "native", Stats: stats.Options{Seed: 1}})}); err != nil {
+	if err := JSONL(&b, Doc{Cells: Cells(kept, Options{Baseline: "native", Stats: stats.Options{Seed: 1}})}); err != nil {
 		t.Fatal(err)
 	}
 	nulls, ratios := 0, 0
