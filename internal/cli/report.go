@@ -99,7 +99,7 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 	if recOK {
 		warmups = rec.Warmup
 	}
-	opts := report.Options{Baseline: bl, Stats: stats.Options{Seed: chosen.ID}, Warmups: warmups}
+	opts := report.Options{Baseline: bl, Stats: stats.Options{Seed: chosen.ID}, Warmups: warmups, WorkloadLabel: st.Workloads.Label}
 	if *familywise {
 		var k int
 		opts, k = report.Familywise(samples, opts)
@@ -224,7 +224,7 @@ func cmdCompare(ctx context.Context, st *State, args []string) error {
 		if len(samples) == 0 {
 			return usage("%s holds no samples", path)
 		}
-		sides[i] = report.Cells(samples, report.Options{})
+		sides[i] = report.Cells(samples, report.Options{WorkloadLabel: st.Workloads.Label})
 	}
 	// Family-wise (Bonferroni) intervals: with many cells, plain 95%
 	// intervals flag about one unchanged cell in twenty as changed.

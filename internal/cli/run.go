@@ -268,7 +268,7 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	disp := progress.New(st.Stderr, st.StderrTTY)
 	skipped := 0
 	r.Skip = skipper(plan, cannot, finished, &skipped)
-	r.Progress = progressFunc(disp, *quiet, &skipped)
+	r.Progress = progressFunc(disp, *quiet, &skipped, st.Workloads.Label)
 	var runErr error
 	if spreader != nil {
 		spreader.runID = runID
@@ -293,7 +293,7 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	}
 	fmt.Fprintf(st.Stdout, "run %d (%s): %d samples in %s\n\n", runID, status, len(samples), *db)
 	if len(samples) > 0 {
-		cells := report.Cells(samples, report.Options{Baseline: study.Baseline, Stats: stats.Options{Seed: runID}, Warmups: study.Warmup})
+		cells := report.Cells(samples, report.Options{Baseline: study.Baseline, Stats: stats.Options{Seed: runID}, Warmups: study.Warmup, WorkloadLabel: st.Workloads.Label})
 		report.MarkEmulated(cells, fingerprint) // a VM platform under TCG: every output says so
 		hint := fmt.Sprintf("isobench report --db %s --run %d (or run --details)", *db, runID)
 		if *details {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,10 +86,11 @@ func resumeDiff(was, now map[string]string) []string {
 // before anything starts.
 type cannotRun struct {
 	Target, Workload, Params, Why string
+	Shown                         string // the workload as shown (workload.Def.Label)
 }
 
 func (c cannotRun) String() string {
-	return fmt.Sprintf("%s cannot run on %s: %s", report.Label(c.Workload, c.Params), c.Target, c.Why)
+	return fmt.Sprintf("%s cannot run on %s: %s", cmp.Or(c.Shown, report.Label(c.Workload, c.Params)), c.Target, c.Why)
 }
 
 // preflight finds, per platform × workload, what cannot run before
@@ -103,7 +105,7 @@ func preflight(plan runner.Plan) ([]cannotRun, error) {
 			if t.Name == "native" {
 				continue // the host itself: its network and its servers
 			}
-			c := cannotRun{Target: t.Label, Workload: name, Params: params}
+			c := cannotRun{Target: t.Label, Workload: name, Params: params, Shown: job.Def.Label(params)}
 			switch {
 			case job.Def.Needs.Network && t.Base.Network == platform.NetNone && !bothOnHost(params):
 				c.Why = "the instance has no network (network=none); leave network out (bridge by default) or give network=bridge"
@@ -169,8 +171,8 @@ func skipper(plan runner.Plan, cannot []cannotRun, finished map[store.RepKey]boo
 }
 
 // progressFunc feeds the runner's progress to the display; notes are
-// shown even with --quiet.
-func progressFunc(d *progress.Display, quiet bool, skipped *int) func(runner.Progress) {
+// shown even with --quiet. label shows a cell's workload (workload.Registry.Label).
+func progressFunc(d *progress.Display, quiet bool, skipped *int, label func(workload, params string) string) func(runner.Progress) {
 	return func(p runner.Progress) {
 		if p.Note != "" {
 			d.Note(p.Note)
@@ -179,7 +181,7 @@ func progressFunc(d *progress.Display, quiet bool, skipped *int) func(runner.Pro
 		if quiet {
 			return
 		}
-		d.Update(progress.State{Cell: fmt.Sprintf("%s ×%d", p.Cell.Workload, p.Cell.Instances), CellIndex: p.CellIndex, Cells: p.Cells,
+		d.Update(progress.State{Cell: fmt.Sprintf("%s ×%d", label(p.Cell.Workload, p.Cell.Params), p.Cell.Instances), CellIndex: p.CellIndex, Cells: p.Cells,
 			Target: p.Target, Rep: p.Rep, Reps: p.Reps, Done: p.Done, Total: p.Total, Elapsed: p.Elapsed, Skipped: *skipped})
 	}
 }

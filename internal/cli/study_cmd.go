@@ -291,7 +291,7 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 	if len(ids) == 0 {
 		return runErr // the run never began (e.g. an image could not be prepared)
 	}
-	cells, err := runCells(context.WithoutCancel(ctx), *db, ids, f.Baseline, f.Warmup)
+	cells, err := runCells(context.WithoutCancel(ctx), *db, ids, f.Baseline, f.Warmup, st.Workloads.Label)
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -476,8 +476,9 @@ func (st *State) availablePlatforms(ctx context.Context, labels []string, stateD
 }
 
 // runCells summarises runs of a store as one (a study run as several,
-// one per image: their platforms differ).
-func runCells(ctx context.Context, db string, ids []int64, baseline string, warmups int) ([]report.Cell, error) {
+// one per image: their platforms differ); label shows their workloads
+// (workload.Registry.Label).
+func runCells(ctx context.Context, db string, ids []int64, baseline string, warmups int, label func(workload, params string) string) ([]report.Cell, error) {
 	s, err := store.Open(ctx, db)
 	if err != nil {
 		return nil, err
@@ -491,5 +492,5 @@ func runCells(ctx context.Context, db string, ids []int64, baseline string, warm
 		}
 		samples = append(samples, ss...)
 	}
-	return report.Cells(samples, report.Options{Baseline: baseline, Stats: stats.Options{Seed: ids[0]}, Warmups: warmups}), nil
+	return report.Cells(samples, report.Options{Baseline: baseline, Stats: stats.Options{Seed: ids[0]}, Warmups: warmups, WorkloadLabel: label}), nil
 }

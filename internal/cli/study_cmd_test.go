@@ -65,7 +65,7 @@ func TestStudyListAndPlan(t *testing.T) {
 	if code := Main(context.Background(), st, []string{"study", "run", "004", "--dry-run", "--scale", "quick"}); code != 0 {
 		t.Fatalf("dry run: exit %d: %s", code, errb)
 	}
-	for _, s := range []string{"study 004 (quick scale)", "13 workload cells", "× 5 platforms × 3 repetitions = 195 runs", "[sweep threads]", "server=apache,size=4k,tool=ab,users=8000  ~", "[sweep users]", "  ftp:", "  smtp:", "not run here: a separate client machine"} {
+	for _, s := range []string{"study 004 (quick scale)", "13 workload cells", "× 5 platforms × 3 repetitions = 195 runs", "[sweep threads]", "  http:requests=8000,server=apache,users=8000  ~", "  cpu:events=2000  ~", "[sweep users]", "  ftp:", "  smtp:", "not run here: a separate client machine"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("plan lacks %q:\n%s", s, out)
 		}

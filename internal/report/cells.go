@@ -69,6 +69,23 @@ type Cell struct {
 	Aggregate []float64 `json:"aggregate,omitempty"`
 
 	seen int // order of the cell's first sample (a workload's first metric is its primary one)
+	// shown is the workload as users see it (Options.WorkloadLabel), ""
+	// for the full workload:params
+	shown string
+}
+
+// WorkloadLabel is the cell's workload as shown to users: its name and the
+// parameters that differ from their defaults when the cells were made with
+// Options.WorkloadLabel, else the name with the full stored parameters.
+// Params keeps the full stored string (JSON, CSV, keys).
+func (c Cell) WorkloadLabel() string {
+	if c.shown != "" {
+		return c.shown
+	}
+	if c.Params == "" {
+		return c.Workload
+	}
+	return c.Workload + ":" + c.Params
 }
 
 // Label is the platform with its options, as given on the command line.
@@ -95,6 +112,10 @@ type Options struct {
 	// Warmups is how many warm-up repetitions the run made before the
 	// measured ones (the noise warnings' advice depends on it).
 	Warmups int
+	// WorkloadLabel, when set, is how a workload and its stored
+	// parameters are shown (workload.Registry.Label: the parameters that
+	// differ from their defaults); without it the full string is.
+	WorkloadLabel func(workload, params string) string
 }
 
 // Cells groups samples into summarised cells, in a stable order (workload,
@@ -255,7 +276,37 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 	for i, g := range cells {
 		out[i] = g.cell
 	}
+	if o.WorkloadLabel != nil {
+		relabel(out, o.WorkloadLabel)
+	}
 	return out
+}
+
+// relabel sets the cells' shown workload labels with label; two different
+// parameter sets that label would show alike (they differ only in a
+// parameter that plays no part, or in how a value is written) keep their
+// full strings, so that no two rows read the same.
+func relabel(cells []Cell, label func(workload, params string) string) {
+	type wp struct{ workload, params string }
+	shown := map[wp]string{}
+	by := map[string]map[string]bool{} // label -> the params it shows
+	for _, c := range cells {
+		k := wp{c.Workload, c.Params}
+		if _, ok := shown[k]; ok {
+			continue
+		}
+		l := label(c.Workload, c.Params)
+		shown[k] = l
+		if by[l] == nil {
+			by[l] = map[string]bool{}
+		}
+		by[l][c.Params] = true
+	}
+	for i := range cells {
+		if l := shown[wp{cells[i].Workload, cells[i].Params}]; len(by[l]) == 1 {
+			cells[i].shown = l
+		}
+	}
 }
 
 // baselineCarryOver is the warning of cell c compared with the baseline

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/isobench/isobench/internal/stats"
 )
@@ -11,8 +12,11 @@ import (
 // cellGroup is a workload's headline metric at one instance count: the
 // cells of one group of the verdict, the baseline first.
 type cellGroup struct {
-	Title string // "cpu:threads=1 (events/s, higher is better)", with ×N when the workload ran at several counts
+	Title string // "cpu:threads=2 (events/s, higher is better)", with ×N when the workload ran at several counts
 	Name  string // the title without the unit
+	// Label is the workload's label alone, Title's head: the part a
+	// figure may shorten (the rest tells the groups of one label apart)
+	Label string
 	Cells []Cell
 }
 
@@ -44,7 +48,7 @@ func headlineGroups(cells []Cell) []cellGroup {
 		if !ok {
 			i = len(out)
 			index[name] = i
-			out = append(out, cellGroup{Title: fmt.Sprintf("%s %s (%s, %s is better)", name, c.Metric, c.Unit, c.Better), Name: name})
+			out = append(out, cellGroup{Title: fmt.Sprintf("%s %s (%s, %s is better)", name, c.Metric, c.Unit, c.Better), Name: name, Label: workloadLabel(c)})
 		}
 		out[i].Cells = append(out[i].Cells, c)
 	}
@@ -77,12 +81,16 @@ func verdictGroups(cells []Cell) []verdictGroup {
 // platform's median to the baseline's with its interval (as the summary
 // prints it); the verdict (slower, faster, no difference) gives the colour.
 type overviewRow struct {
-	Group   string // the group's name on its first row, else ""
-	Label   string
-	Factor  float64
-	Lo, Hi  float64
-	CIValid bool
-	Verdict string
+	Group string // the group's name on its first row, else ""
+	// GroupLabel is the workload label Group starts with: shortened
+	// first when Group is too long, so the instance count and metric
+	// after it stay readable
+	GroupLabel string
+	Label      string
+	Factor     float64
+	Lo, Hi     float64
+	CIValid    bool
+	Verdict    string
 }
 
 // overviewRows are the compared cells of the verdict groups.
@@ -96,7 +104,7 @@ func overviewRows(cells []Cell) []overviewRow {
 			}
 			r := overviewRow{Label: c.Label(), Factor: c.Ratio, Lo: c.RatioCILow, Hi: c.RatioCIHigh, CIValid: c.RatioValid, Verdict: c.Verdict}
 			if first {
-				r.Group, first = g.Title, false
+				r.Group, r.GroupLabel, first = g.Title, g.Label, false
 			}
 			out = append(out, r)
 		}
@@ -191,7 +199,13 @@ func overviewSVG(rows []overviewRow, base string) string {
 	for _, r := range rows {
 		if r.Group != "" {
 			y += ovGroupH
-			w.text(4, y-6, "start", "group", fitText(r.Group, 74)) // bold: about 7.4 units a glyph
+			// bold: about 7.4 units a glyph; shortened, the whole title
+			// is the text's tooltip
+			if g := fitGroup(r.Group, r.GroupLabel, 74); g == r.Group {
+				w.text(4, y-6, "start", "group", g)
+			} else {
+				w.printf(`<text x="4.0" y="%s" text-anchor="start" class="group"><title>%s</title>%s</text>`, f1(y-6), esc(r.Group), esc(g))
+			}
 		}
 		y += ovRowH
 		cy := y - ovRowH/2
@@ -216,4 +230,24 @@ func overviewSVG(rows []overviewRow, base string) string {
 	}
 	w.printf(`</svg>`)
 	return w.b.String()
+}
+
+// fitGroup fits a group's title (label followed by " ×N metric (unit,
+// better)") into n characters, shortening the label first: two groups of
+// one label at different instance counts, or with different metrics, never
+// read the same. Only when the rest alone is too long is it cut too, from
+// its end (the unit and direction go before the count and the metric).
+func fitGroup(title, label string, n int) string {
+	r := []rune(title)
+	if len(r) <= n || !strings.HasPrefix(title, label) {
+		return fitText(title, n)
+	}
+	rest := []rune(strings.TrimPrefix(title, label))
+	room := max(n-len(rest), 12)
+	l := fitText(label, room)
+	out := []rune(l + string(rest))
+	if len(out) > n {
+		out = append(out[:n-1], '…')
+	}
+	return string(out)
 }

@@ -107,12 +107,7 @@ func (c Cell) texts() cellTexts {
 	return t
 }
 
-func workloadLabel(c Cell) string {
-	if c.Params == "" {
-		return c.Workload
-	}
-	return c.Workload + ":" + c.Params
-}
+func workloadLabel(c Cell) string { return c.WorkloadLabel() }
 
 // num prints a value with about four significant digits.
 func num(v float64) string {

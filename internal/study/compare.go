@@ -212,7 +212,7 @@ func groupCells(cells []report.Cell, sel spec.Spec, metric string, need map[stri
 		k := fmt.Sprintf("%s:%s ×%d", c.Workload, c.Params, c.Instances)
 		g, ok := idx[k]
 		if !ok {
-			g = &cellGroup{name: k, by: map[string]report.Cell{}, workload: c.Workload, params: c.Params, metric: c.Metric, instances: c.Instances}
+			g = &cellGroup{name: fmt.Sprintf("%s ×%d", c.WorkloadLabel(), c.Instances), by: map[string]report.Cell{}, workload: c.Workload, params: c.Params, metric: c.Metric, instances: c.Instances}
 			idx[k] = g
 			keys = append(keys, k)
 		}

@@ -20,8 +20,11 @@ type Job struct {
 	Spec     string // as written in the study (with the sweep)
 	Workload string
 	Params   workload.Params
-	Sweep    []string
-	PerRep   time.Duration // estimated time of one repetition at one instance
+	// Label is the job as shown to users: the workload and the
+	// parameters that differ from their defaults (workload.Registry.Label)
+	Label  string
+	Sweep  []string
+	PerRep time.Duration // estimated time of one repetition at one instance
 	// Fixed says the repetition does fixed work (more instances than
 	// cores take longer; workload.Def.FixedWork).
 	Fixed bool
@@ -107,7 +110,7 @@ func NewPlan(f File, reg workload.Registry, plats platform.Registry) (Plan, erro
 			if err != nil {
 				return Plan{}, err
 			}
-			p.Jobs = append(p.Jobs, Job{Spec: w, Workload: sp.Name, Params: params, Sweep: v.Sweep, PerRep: def.EstimateOf(params),
+			p.Jobs = append(p.Jobs, Job{Spec: w, Workload: sp.Name, Params: params, Label: reg.Label(sp.Name, params.String()), Sweep: v.Sweep, PerRep: def.EstimateOf(params),
 				Fixed: def.FixedWork != nil && def.FixedWork(params)})
 		}
 	}
@@ -199,7 +202,7 @@ func (p Plan) Print(w io.Writer) {
 		if len(j.Sweep) > 0 {
 			sw = "  [sweep " + strings.Join(j.Sweep, ",") + "]"
 		}
-		fmt.Fprintf(w, "  %s:%s  ~%s per repetition%s\n", j.Workload, j.Params, j.PerRep.Round(100*time.Millisecond), sw)
+		fmt.Fprintf(w, "  %s  ~%s per repetition%s\n", cmp.Or(j.Label, j.Workload+":"+j.Params.String()), j.PerRep.Round(100*time.Millisecond), sw)
 	}
 	said := map[string]bool{}
 	for _, j := range p.Jobs {

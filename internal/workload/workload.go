@@ -139,6 +139,11 @@ type Def struct {
 	// FixedWork says the repetition does a fixed amount of work rather than
 	// run for a duration: more instances than cores then take longer.
 	FixedWork func(Params) bool
+	// Irrelevant, when set, names the parameters that play no part given
+	// the others (cpu's duration when events > 0): the labels shown to
+	// users (Registry.Label) leave them out. The stored parameters keep
+	// them.
+	Irrelevant func(Params) []string
 	// Needs is what the workload needs of its instances, checked before
 	// anything starts (the plan's pre-flight).
 	Needs Needs
@@ -457,6 +462,111 @@ func (r Registry) Names() []string {
 	}
 	sort.Strings(n)
 	return n
+}
+
+// Label is how a workload with its stored parameters (the canonical
+// "k=v,k=v" form, Params.String) is shown to users: its name and, in
+// canonical order, only the parameters that differ from their defaults
+// (a computed default as Derive computes it from the others; values
+// compared as their kind reads them, so duration=10 is the default 10s)
+// and that play a part (Def.Irrelevant): "scp:file=4m,neighbours=1",
+// "cpu" for every default. A workload r does not know, or parameters it
+// cannot resolve (a run stored by another version), are shown in full.
+// Stores, resume and merge key on the full string, never on this.
+func (r Registry) Label(name, params string) string {
+	d, ok := r[name]
+	if !ok {
+		if params == "" {
+			return name
+		}
+		return name + ":" + params
+	}
+	return d.Label(params)
+}
+
+// Label is d with its stored parameters as shown to users (Registry.Label).
+func (d Def) Label(params string) string {
+	name := d.Name
+	if params == "" {
+		return name
+	}
+	full := name + ":" + params
+	sp, err := spec.Parse(full)
+	if err != nil {
+		return full
+	}
+	decl := map[string]Param{}
+	for _, p := range d.Params {
+		decl[p.Name] = p
+	}
+	// a value written as its default is as good as not given (and an
+	// empty default, such as file= beside tree=, is no valid value of
+	// its kind to resolve)
+	given := map[string]string{}
+	for k, v := range sp.Params {
+		if p, ok := decl[k]; !ok || v != p.Default {
+			given[k] = v
+		}
+	}
+	ps, err := d.Resolve(given)
+	if err != nil {
+		return full
+	}
+	drop := map[string]bool{}
+	if d.Irrelevant != nil {
+		for _, k := range d.Irrelevant(ps) {
+			drop[k] = true
+		}
+	}
+	shown := map[string]string{}
+	for k, v := range given {
+		if drop[k] {
+			continue
+		}
+		// the value k would have if it were not given, the others as
+		// they are
+		rest := make(map[string]string, len(given))
+		for k2, v2 := range given {
+			if k2 != k {
+				rest[k2] = v2
+			}
+		}
+		if dp, err := d.Resolve(rest); err == nil && decl[k].same(v, dp.Str(k)) {
+			continue
+		}
+		shown[k] = v
+	}
+	if len(shown) == 0 {
+		return name
+	}
+	return name + ":" + spec.Canonical(shown)
+}
+
+// same reports whether a and b are the same value of p, as its kind reads
+// them (10 and 10s, 1024 and 1k).
+func (p Param) same(a, b string) bool {
+	if a == b {
+		return true
+	}
+	switch p.Kind {
+	case Int, Float:
+		x, err1 := strconv.ParseFloat(a, 64)
+		y, err2 := strconv.ParseFloat(b, 64)
+		return err1 == nil && err2 == nil && x == y
+	case Size:
+		x, err1 := spec.ParseSize(a)
+		y, err2 := spec.ParseSize(b)
+		return err1 == nil && err2 == nil && x == y
+	case Duration:
+		x, err1 := spec.ParseDuration(a)
+		y, err2 := spec.ParseDuration(b)
+		return err1 == nil && err2 == nil && x == y
+	case Bool:
+		x, err1 := strconv.ParseBool(a)
+		y, err2 := strconv.ParseBool(b)
+		return err1 == nil && err2 == nil && x == y
+	}
+	return false
 }
 
 // SweepSep separates the values of a swept parameter: "threads=1|2|4" runs

@@ -31,7 +31,14 @@ var Def = workload.Def{
 		return p.Duration("duration")
 	},
 	FixedWork: func(p workload.Params) bool { return p.Int("events") > 0 },
-	Help:      "sysbench cpu: verify primes up to max-prime per event, per thread, for duration (events/s), or a fixed number of events (events=N, total_time as sysbench 0.4.12 reports it)",
+	// with events, the threads run them all however long it takes
+	Irrelevant: func(p workload.Params) []string {
+		if p.Int("events") > 0 {
+			return []string{"duration"}
+		}
+		return nil
+	},
+	Help: "sysbench cpu: verify primes up to max-prime per event, per thread, for duration (events/s), or a fixed number of events (events=N, total_time as sysbench 0.4.12 reports it)",
 	Params: []workload.Param{
 		{Name: "threads", Kind: workload.Int, Default: "1", Min: 1, Max: 4096, Help: "worker threads"},
 		{Name: "max-prime", Kind: workload.Int, Default: "10000", Min: 3, Max: 1e9, Help: "upper limit of the primes verified per event"},
