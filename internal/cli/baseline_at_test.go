@@ -19,7 +19,7 @@ func TestBaselinePinnedToInstanceCount(t *testing.T) {
 	for base, want := range map[string]string{
 		"native@3": "3 is not one of the instance counts",
 		"lxc@1":    `baseline "lxc" is not one of the platforms`,
-		"native@x": `baseline "native@x" is not one of the platforms`,
+		"native@x": `baseline native@x: what follows @ is an instance count of native (one of 1, 2, 4), e.g. native@1; "x" is not`,
 	} {
 		s := Study{Platforms: []string{"native", "docker"}, Workloads: []string{"cpu"}, Instances: []int{1, 2, 4}, Baseline: base}
 		_, _, err := st.plan(&s)

@@ -62,20 +62,20 @@ const help = `isobench measures what isolation costs: the same workloads on nati
 inside containers, VMs and sandboxes, compared with honest statistics.
 
 Usage:
-  isobench run [flags] [study.yaml]       run a study (see 'isobench run -h')
-  isobench results [flags]                print stored samples (jsonl or csv)
-  isobench report [flags]                 summarise a store (table, markdown, csv, json, jsonl, html)
-  isobench compare A.db B.db              compare two stores cell by cell (--fail-if-slower 5%: a CI gate, exit 3)
-  isobench runs [--db FILE]               the runs in a store: command, host, date, status
-  isobench merge OUT.db A.db B.db...      join stores from several machines or runs, keeping where each run came from
-  isobench export [--db FILE] [--run ID]  one run as JSON: environment, plan and every sample
-  isobench image build [flags]            build and import the instance images
-  isobench doctor                         which platforms work here, and how to fix the others
-  isobench clean [--dry-run]              remove what crashed runs left (containers, mounts, links...)
-  isobench workloads                      list workloads and their parameters
-  isobench study list|show|run ID         the five papers as built-in studies (see 'isobench study -h')
-  isobench version                        the version and commit of this build
-  isobench help [COMMAND]                 this text, or a command's help (the same as 'isobench COMMAND -h')
+  isobench run [flags] [study.yaml]         run a study (see 'isobench run -h')
+  isobench results [flags]                  print stored samples (jsonl or csv)
+  isobench report [flags]                   summarise a store (table, markdown, csv, json, jsonl, html)
+  isobench compare A.db B.db                compare two stores cell by cell (--fail-if-slower 5%: a CI gate, exit 3)
+  isobench runs [--db FILE]                 the runs in a store: command, host, date, status
+  isobench merge OUT.db A.db B.db...        join stores from several machines or runs, keeping where each run came from
+  isobench export [--db FILE] [--run ID]    one run as JSON: environment, plan and every sample
+  isobench image build [flags]              build and import the instance images
+  isobench doctor                           which platforms work here, and how to fix the others
+  isobench clean [--dry-run]                remove what crashed runs left (containers, mounts, links...)
+  isobench workloads                        list workloads and their parameters
+  isobench study list|show|fidelity|run ID  the five papers as built-in studies (see 'isobench study -h')
+  isobench version                          the version and commit of this build
+  isobench help [COMMAND]                   this text, or a command's help (the same as 'isobench COMMAND -h')
 
 Every command takes -h (or --help): its synopsis, its flags and an example.
 `

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -155,9 +156,22 @@ func cmdDoctor(ctx context.Context, st *State, args []string) error {
 		if err != nil {
 			status, detail = "unavailable", err.Error()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, status, detail)
+		doctorRow(tw, name, status, detail)
 	}
 	return tw.Flush()
+}
+
+// doctorRow writes one platform's row; a detail of several lines (an
+// engine's multi-line error) goes on in the detail column, each further
+// line under the first, so the table's columns hold.
+func doctorRow(w io.Writer, name, status, detail string) {
+	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(detail, "\r\n", "\n")), "\n")
+	fmt.Fprintf(w, "%s\t%s\t%s\n", name, status, strings.TrimSpace(lines[0]))
+	for _, l := range lines[1:] {
+		if l = strings.TrimSpace(l); l != "" {
+			fmt.Fprintf(w, "\t\t  %s\n", l)
+		}
+	}
 }
 
 // cmdWorkloads lists the workloads (or those named) and their parameters:

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/isobench/isobench/internal/report"
+	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/stats"
 	"github.com/isobench/isobench/internal/store"
 	"github.com/isobench/isobench/internal/study"
@@ -95,6 +97,11 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 		bl = sf.Baseline
 	}
 	sf.Baseline = bl
+	if *baseline != "" && len(samples) > 0 {
+		if err := baselineInRun(*baseline, samples, chosen.ID); err != nil {
+			return err
+		}
+	}
 	warmups := 0
 	if recOK {
 		warmups = rec.Warmup
@@ -137,6 +144,32 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 	}
 	if *format == "html" {
 		fmt.Fprintf(st.Stderr, "report written to %s\n", *out)
+	}
+	return nil
+}
+
+// baselineInRun refuses a --baseline (LABEL or LABEL@N) that the run
+// did not measure: every ratio would be missing.
+func baselineInRun(bl string, samples []sample.Sample, run int64) error {
+	labels, counts := map[string]bool{}, map[int]bool{}
+	for _, x := range samples {
+		labels[report.Label(x.Platform, x.Options)] = true
+		counts[x.Instances] = true
+	}
+	if labels[bl] {
+		return nil
+	}
+	label, at := report.SplitBaseline(bl)
+	if !labels[label] {
+		return usage("--baseline %s: run %d has no platform %s (its platforms: %s)", bl, run, label, strings.Join(sortedKeys(labels), ", "))
+	}
+	if at > 0 && !counts[at] {
+		var ns []int
+		for n := range counts {
+			ns = append(ns, n)
+		}
+		slices.Sort(ns)
+		return usage("--baseline %s: run %d has no cell of %d instances (its instance counts: %s)", bl, run, at, joinInts(ns))
 	}
 	return nil
 }

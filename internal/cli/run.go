@@ -121,6 +121,11 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 		}
 	}
 	if set["instances"] {
+		for _, f := range strings.Split(*instances, ",") {
+			if strings.TrimSpace(f) == "" {
+				return usage("--instances %q: an empty count (want whole numbers from 1 to %d, comma-separated, e.g. 1,2,4)", *instances, maxInstances)
+			}
+		}
 		n, err := spec.ParseInts(*instances, 1, maxInstances)
 		if err != nil {
 			return usage("--instances: %v", err)
@@ -428,6 +433,9 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 		if labels[study.Baseline] {
 			bl, at = study.Baseline, 0
 		}
+		if pre, n, ok := strings.Cut(study.Baseline, "@"); ok && at == 0 && !labels[bl] && labels[pre] && !strings.Contains(n, "@") {
+			return runner.Plan{}, nil, usage("baseline %s: what follows @ is an instance count of %s (one of %s), e.g. %s@%d; %q is not", study.Baseline, pre, joinInts(study.Instances), pre, study.Instances[0], n)
+		}
 		if !labels[bl] {
 			return runner.Plan{}, nil, usage("baseline %q is not one of the platforms (%s)", bl, strings.Join(sortedKeys(labels), ", "))
 		}
@@ -472,6 +480,15 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 
 // validTarget is --target: a percentage strictly between 0 and 100 (NaN is not).
 func validTarget(t float64) bool { return t > 0 && t < 100 }
+
+// joinInts writes counts as 1, 2, 4.
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
 
 func sortedKeys(m map[string]bool) []string {
 	return slices.Sorted(maps.Keys(m))

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/isobench/isobench/internal/platform"
+)
+
+// report --baseline names a platform (or PLATFORM@N) the run measured;
+// any other is one clear line naming the run's platforms, exit 2, and
+// nothing on stdout (issue 27, defect 14: it printed ratio-less tables
+// with exit 0).
+func TestReportBaselineNotInRun(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "aa.db")
+	aaStore(t, db, 1) // native and native:cpus=2, one instance each
+	for bl, want := range map[string]string{
+		"qemu":     "--baseline qemu: run 1 has no platform qemu (its platforms: native, native:cpus=2)",
+		"native@3": "--baseline native@3: run 1 has no cell of 3 instances (its instance counts: 1)",
+	} {
+		st, out, errb := newTestState(t)
+		code := Main(context.Background(), st, []string{"report", "--db", db, "--baseline", bl})
+		oneUsageLine(t, code, errb.String())
+		if !strings.Contains(errb.String(), want) || out.Len() != 0 {
+			t.Errorf("--baseline %s: stderr %q, stdout %d bytes; want %q", bl, errb.String(), out.Len(), want)
+		}
+	}
+	for _, bl := range []string{"native", "native:cpus=2", "native@1"} {
+		st, _, errb := newTestState(t)
+		if code := Main(context.Background(), st, []string{"report", "--db", db, "--baseline", bl}); code != 0 {
+			t.Errorf("--baseline %s: exit %d: %s", bl, code, errb.String())
+		}
+	}
+}
+
+// --instances with an empty or a zero count, and a baseline whose @ is
+// not followed by an instance count, are one clear line each.
+func TestRunCountErrors(t *testing.T) {
+	for args, want := range map[string]string{
+		"--instances 1,,2":    `--instances "1,,2": an empty count`,
+		"--instances 1,2,":    `--instances "1,2,": an empty count`,
+		"--instances 0":       `--instances: invalid count "0" (want whole numbers from 1 to 4096`,
+		"--baseline native@x": `baseline native@x: what follows @ is an instance count of native (one of 1, 2), e.g. native@1; "x" is not`,
+		"--baseline native@0": `baseline native@0: what follows @ is an instance count of native`,
+	} {
+		st, out, errb := newTestState(t)
+		a := append([]string{"run", "--platform", "native", "--platform", "native:cpus=1", "--workload", "cpu", "--dry-run"}, strings.Fields(args)...)
+		if !strings.HasPrefix(args, "--instances") {
+			a = append(a, "--instances", "1,2")
+		}
+		code := Main(context.Background(), st, a)
+		oneUsageLine(t, code, errb.String())
+		if !strings.Contains(errb.String(), want) || out.Len() != 0 {
+			t.Errorf("%s: stderr %q; want %q", args, errb.String(), want)
+		}
+	}
+}
+
+// doctor's table keeps its columns when a detail has several lines: the
+// further lines go on under the first, in the detail column.
+func TestDoctorMultiLineDetail(t *testing.T) {
+	st, out, errb := newTestState(t)
+	st.Platforms = platform.Registry{
+		"aaa": {Name: "aaa", Help: "x", New: func(context.Context, platform.Options, platform.Env) (platform.Platform, error) {
+			return nil, errors.New("engine said:\nline two\r\n  line three\n")
+		}},
+		"bbbbbbbb": {Name: "bbbbbbbb", Help: "y", New: func(context.Context, platform.Options, platform.Env) (platform.Platform, error) {
+			return nil, errors.New("one line")
+		}},
+	}
+	if code := Main(context.Background(), st, []string{"doctor"}); code != 0 {
+		t.Fatalf("doctor: exit %d: %s", code, errb.String())
+	}
+	want := "platform  status       detail\n" +
+		"aaa       unavailable  engine said:\n" +
+		"                         line two\n" +
+		"                         line three\n" +
+		"bbbbbbbb  unavailable  one line\n"
+	if out.String() != want {
+		t.Fatalf("doctor:\n%s\nwant:\n%s", out.String(), want)
+	}
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	doctorRow(tw, "p", "available", "")
+	tw.Flush()
+	if b.String() != "p  available  \n" {
+		t.Fatalf("empty detail: %q", b.String())
+	}
+}
+
+// report --study without --format writes report.html and says so on
+// stderr, in one line.
+func TestReportStudySaysWhereItWrote(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "aa.db")
+	aaStore(t, db, 1)
+	t.Chdir(dir)
+	out := "report.html"
+	st, stdout, errb := newTestState(t)
+	if code := Main(context.Background(), st, []string{"report", "--db", db, "--study", "004"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if _, err := os.Stat(out); err != nil || stdout.Len() != 0 {
+		t.Fatalf("page %v; stdout %q", err, stdout.String())
+	}
+	if got := errb.String(); got != "report written to "+out+"\n" {
+		t.Fatalf("stderr %q", got)
+	}
+}
+
+// The general usage lists every study subcommand, fidelity included.
+func TestUsageListsStudyFidelity(t *testing.T) {
+	if h := helpOf(t, "help"); !strings.Contains(h, "isobench study list|show|fidelity|run ID") {
+		t.Fatalf("usage:\n%s", h)
+	}
+}
