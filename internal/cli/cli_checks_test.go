@@ -10,6 +10,7 @@ import (
 	"testing"
 	"text/tabwriter"
 
+	"github.com/isobench/isobench/internal/builtin"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -118,5 +119,54 @@ func TestReportStudySaysWhereItWrote(t *testing.T) {
 func TestUsageListsStudyFidelity(t *testing.T) {
 	if h := helpOf(t, "help"); !strings.Contains(h, "isobench study list|show|fidelity|run ID") {
 		t.Fatalf("usage:\n%s", h)
+	}
+}
+
+// A dry run says, per platform, whether it is available here, and lists
+// the host tools the plan's workloads need that are missing: warnings,
+// the plan stands and the exit is 0 (issue 27, defect 14).
+func TestDryRunChecksPlatformsAndHostTools(t *testing.T) {
+	defer func(h func(string) bool) { hostHas = h }(hostHas)
+	hostHas = func(bin string) bool { return bin != "ab" && bin != "nginx" && bin != "redis-benchmark" }
+	st, out, errb := newTestState(t)
+	st.Platforms = builtin.Platforms()
+	st.Platforms["ghost"] = platform.Factory{Name: "ghost", Help: "a platform that is never here",
+		New: func(context.Context, platform.Options, platform.Env) (platform.Platform, error) {
+			return nil, errors.New("ghost: no engine here\nsecond line")
+		}}
+	code := Main(context.Background(), st, []string{"run", "--platform", "native", "--platform", "ghost", "--workload", "http", "--workload", "redis:client=instance", "--workload", "cpu", "--dry-run"})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{
+		"\nhere (isobench doctor's check; warnings, the plan stands):\n",
+		"  native  available\n",
+		"  ghost   NOT available: ghost: no engine here (see 'isobench doctor')\n",
+		"warning: missing on this host (the cells that need them will fail):\n",
+		"  ab (apt-get install apache2-utils): for http on native, http\n",
+		"  nginx (apt-get install nginx): for http on native\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "redis-benchmark") || strings.Contains(out.String(), "second line") {
+		t.Errorf("dry run:\n%s", out.String())
+	}
+}
+
+// study run --dry-run says the same of the study's platforms and tools.
+func TestStudyDryRunChecks(t *testing.T) {
+	defer func(h func(string) bool) { hostHas = h }(hostHas)
+	hostHas = func(bin string) bool { return bin != "ab" }
+	st, out, errb := newTestState(t)
+	if code := Main(context.Background(), st, []string{"study", "run", "004", "--platform", "native", "--tools", "builtin", "--dry-run"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"\nhere (isobench doctor's check; warnings, the plan stands):\n  native  available\n",
+		"  ab (apt-get install apache2-utils): for http on native\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("study dry run lacks %q:\n%s", want, out.String())
+		}
 	}
 }

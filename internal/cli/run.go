@@ -62,7 +62,7 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	details := fs.Bool("details", false, "after the summary, the full tables: every metric, startup phase and instance count")
 	resume := fs.Int64("resume", 0, "`ID`: continue run ID of --db (interrupted, failed or crashed) from its first unfinished repetition, with its plan")
 	trustHosts := fs.Bool("trust-hosts", false, "let the study file (or the resumed run's stored plan) name the hosts isobench connects to over SSH with your keys (hosts:, host=, key=, binary=); without it such a file is refused: give the hosts with --host")
-	dry := fs.Bool("dry-run", false, "print the plan (cells, runs, time estimate, what cannot run) and exit: nothing is contacted or started")
+	dry := fs.Bool("dry-run", false, "print the plan (cells, runs, time estimate, what cannot run) and, as warnings, which platforms are available here and the host tools the workloads need that are missing; then exit: nothing is started")
 	tools := fs.String("tools", "", "`auto|paper|builtin`: for a built-in study's file (study: block), run the paper's own tools where this host has them (auto: at the paper's and the standard scale) or isobench's own workloads only (builtin); default: the file as written")
 	htmlOut := fs.String("html", "", "`FILE`: where to write the run's HTML report (default: next to --db, DB-runN.html; 'none' for no page)")
 	fs.StringVar(htmlOut, "o", "", "`FILE`: the same as --html (as in 'report -o' and 'study run -o')")
@@ -170,7 +170,14 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 		fmt.Fprintf(st.Stderr, "plan: %s\n", c)
 	}
 	if *dry {
-		return printPlan(st, study)
+		if err := printPlan(st, study); err != nil {
+			return err
+		}
+		st.dryChecks(ctx, st.Stdout, study.Platforms, study.Workloads, st.stateDir(*stateDir))
+		if remote := slices.DeleteFunc(slices.Clone(study.Hosts), func(h string) bool { return h == "local" }); len(remote) > 0 {
+			fmt.Fprintf(st.Stdout, "(this host only: %s not asked)\n", strings.Join(remote, ", "))
+		}
+		return nil
 	}
 	if err := checkStore(ctx, *db); err != nil {
 		return err

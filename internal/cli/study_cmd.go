@@ -192,7 +192,7 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 	var only multi
 	fs.Var(&only, "platform", "`P[:OPTIONS]`: run only these of the study's platforms (repeatable)")
 	reps := fs.String("reps", "", "`N|auto`: override the scale's repetitions")
-	dry := fs.Bool("dry-run", false, "print the plan and stop")
+	dry := fs.Bool("dry-run", false, "print the plan, which platforms are available here and the host tools the workloads need that are missing (warnings), and stop")
 	stateDir := fs.String("state-dir", "", "`DIR`: where images and rootfs trees are kept (default /var/lib/isobench as root, else ~/.cache/isobench; ISOBENCH_STATE)")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	tools := toolsFlag(fs)
@@ -263,10 +263,12 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 			fmt.Fprintf(st.Stdout, "a run of its own from image %s (it cannot run the study's image %s): %s\n", g.Image, orNone(f.Image), strings.Join(g.Platforms, ", "))
 		}
 	}
-	fmt.Fprintln(st.Stdout)
 	if *dry {
+		st.dryChecks(ctx, st.Stdout, f.Platforms, f.Workloads, st.stateDir(*stateDir))
+		fmt.Fprintln(st.Stdout)
 		return nil
 	}
+	fmt.Fprintln(st.Stdout)
 	f.Study.SeparateRuns(groups)
 	started := time.Now()
 	var ids []int64
