@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,8 +111,10 @@ func TestRun(t *testing.T) {
 		if readies != 1 {
 			t.Fatalf("ready called %d times", readies)
 		}
-		want := map[string]bool{"stream_copy": true, "stream_scale": true, "stream_add": true, "stream_triad": true}
+		want := map[string]bool{"stream_copy": true, "stream_scale": true, "stream_add": true, "stream_triad": true, AvgMetric: true}
+		byName := map[string]float64{}
 		for _, m := range ms {
+			byName[m.Name] = m.Value
 			if err := m.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -122,6 +125,9 @@ func TestRun(t *testing.T) {
 		}
 		if len(want) != 0 {
 			t.Errorf("missing metrics %v", want)
+		}
+		if avg := (byName["stream_copy"] + byName["stream_scale"] + byName["stream_add"] + byName["stream_triad"]) / 4; math.Abs(byName[AvgMetric]-avg) > 1e-9*avg {
+			t.Errorf("%s = %v, want the kernels' mean %v", AvgMetric, byName[AvgMetric], avg)
 		}
 	}
 }
