@@ -9,8 +9,15 @@
 //   - Platforms whose factory has a Sweep (platform.Factory.Sweep, given
 //     in Options.Platforms) list what they leave themselves: LXD its
 //     instances named isob-x<hex> with user.isobench.run=<token>, their
-//     veths and volume directories (state dir lxd-volumes/<name>). This
-//     package decides whose run is dead and removes them (scanSweeps).
+//     veths and volume directories (state dir lxd-volumes/<name>); QEMU
+//     its run directories /run/isobench/qemu/isoq-<digits> (vmowner.Base)
+//     with an owner record (pid, tap, disk, volume, cgroup; package
+//     vmowner), the tap, the disk and volume under the state directory,
+//     the cgroup isobench/<the run directory's name>, the qemu process,
+//     and overlays and cgroups whose run directory is gone. This package
+//     decides whose run is dead (by run token, or by the platform's own
+//     verdict, Leftover.Judge: a VM's by its owner's pid) and removes
+//     them (scanSweeps).
 //   - LXC, runc, crun, gVisor, systemd-nspawn ("local" instances, ids
 //     isob-<code><hex>): the engine's foreground process (lxc-execute, runc
 //     run, runsc run, systemd-nspawn; a child of the isobench process),
@@ -22,20 +29,17 @@
 //     bridge lease.
 //   - native: scratch directories $TMPDIR/isobench-native/<name>-<rand>,
 //     cgroups isobench/<that directory's name>, and the agent processes.
-//   - QEMU: run directories /run/isobench/qemu/isoq-<digits> (vmowner.Base)
-//     with an owner record (pid, tap, disk, volume, cgroup; package
-//     vmowner), the tap, the disk and volume under the state directory,
-//     the cgroup isobench/<the run directory's name>, the qemu process.
+//   - the bridge isobr0, its FORWARD rule and the leases (package hostnet).
 //
 // What is found on the host is input any local user may have planted:
 // a directory is searched only when it is isobench's own (privdir.Check:
 // a real directory of root's or this user's that no one else can write
 // to), an owner record is believed only when every field is what the
-// platform writes (vmowner.Read), and nothing is removed outside the
-// directories isobench keeps things in: a disk or volume a record names
-// must be in a known state directory (one of a run record's, or given).
-// What fails is listed as kept, with why.
-//   - the bridge isobr0, its FORWARD rule and the leases (package hostnet).
+// platform writes (vmowner.Read, in the qemu platform's Sweep), and
+// nothing is removed outside the directories isobench keeps things in: a
+// disk or volume a record names must be in a known state directory (one
+// of a run record's, or given: SweepEnv.StateDirs). What fails is listed
+// as kept, with why.
 //
 // Which run an object belongs to, and whether that run is alive:
 //   - Every `isobench run` writes a record under runrec.Dir (pid and
@@ -43,10 +47,12 @@
 //     removes it when it ends. A record whose process is gone names a
 //     dead (crashed) run.
 //   - Objects that carry the run's token (Docker, Podman and LXD labels,
-//     native and QEMU names, which hold the instance name r<id><token>-N)
+//     native names, which hold the instance name r<id><token>-N)
 //     are dead when a dead record has that token, or when no record has
 //     it and no isobench run without a record (an older isobench) is
 //     running.
+//   - QEMU VMs are dead when the isobench process their owner record
+//     names is gone (the qemu platform's Leftover.Judge).
 //   - Local instances (ids without the token) are dead when their engine
 //     process was orphaned (its parent is init: the isobench process that
 //     started it died), or, with no engine process left, when their lease
@@ -63,12 +69,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,7 +83,6 @@ import (
 	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
 	"github.com/isobench/isobench/internal/privdir"
 )
 
@@ -124,14 +127,15 @@ type Options struct {
 	StateDirs []string
 	// TempDirs likewise for native scratch ($TMPDIR).
 	TempDirs []string
-	// QEMUDir holds QEMU run directories: vmowner.Base() unless set
-	// (tests).
+	// QEMUDir is where this package's tests put QEMU run directories
+	// (the registry they search when Platforms is nil sweeps there); the
+	// qemu platform's own Sweep searches vmowner.Base().
 	QEMUDir string
 	// RecordDir is runrec.Dir unless set (tests).
 	RecordDir string
 	// Platforms are the platforms whose own Sweep (platform.Factory.Sweep)
-	// lists what they leave (LXD's instances); nil: none of those is
-	// searched.
+	// lists what they leave (LXD's instances, QEMU's VMs); nil: none of
+	// those is searched.
 	Platforms platform.Registry
 }
 
@@ -155,7 +159,6 @@ func Scan(ctx context.Context, o Options) (*Plan, error) {
 	w.scanEngines(ctx, p)
 	w.scanSweeps(ctx, p)
 	w.scanNative(p)
-	w.scanQEMU(p)
 	w.scanLeases(p)
 	w.scanBridge(p)
 	sort.SliceStable(p.Objects, func(i, j int) bool { return p.Objects[i].order < p.Objects[j].order })
@@ -800,12 +803,17 @@ func (w *world) scanEngines(ctx context.Context, p *Plan) {
 }
 
 // scanSweeps finds what the platforms with a Sweep list: an instance is
-// dead as its run token says (tokenDead) unless its lease is live; a part
+// dead as the platform's own verdict (Leftover.Judge) or else its run
+// token says (tokenDead), unless its lease is live; a part
 // goes with its instance, or, with the instance gone, is decided by its own
 // token (none: only when no other isobench runs) and its owner's lease.
 func (w *world) scanSweeps(ctx context.Context, p *Plan) {
-	for _, name := range w.o.Platforms.Names() {
-		f := w.o.Platforms[name]
+	reg := w.o.Platforms
+	if reg == nil && testPlatforms != nil {
+		reg = testPlatforms(w.o)
+	}
+	for _, name := range reg.Names() {
+		f := reg[name]
 		if f.Sweep == nil {
 			continue
 		}
@@ -831,14 +839,18 @@ func (w *world) scanSweeps(ctx context.Context, p *Plan) {
 			if v, ok := decided[owner]; ok {
 				return v
 			}
-			token := l.Token
-			if token == "" {
-				if m := runToken.FindStringSubmatch(l.SpecName); m != nil {
-					token = m[1]
-				}
-			}
 			var v verdict
-			v.dead, v.why = w.tokenDead(token)
+			if l.Judge != nil {
+				v.dead, v.why = l.Judge()
+			} else {
+				token := l.Token
+				if token == "" {
+					if m := runToken.FindStringSubmatch(l.SpecName); m != nil {
+						token = m[1]
+					}
+				}
+				v.dead, v.why = w.tokenDead(token)
+			}
 			if le, ok := w.leaseOf(owner); ok && le.Live {
 				v.dead = false
 			}
@@ -871,6 +883,12 @@ func (w *world) scanSweeps(ctx context.Context, p *Plan) {
 		}
 	}
 }
+
+// testPlatforms, when set (by this package's tests), gives the registry
+// Scan searches when Options.Platforms is nil: the platforms whose
+// leftovers the tests plant (QEMU's run directories in Options.QEMUDir,
+// Docker's and Podman's containers).
+var testPlatforms func(Options) platform.Registry
 
 // orderOf is when an object a platform's Sweep lists is removed, by its
 // kind: instances and containers first, directories last.
@@ -950,118 +968,6 @@ func orphanOrDead(w *world, pr *proc) bool {
 	}
 	pp := w.procs[pr.ppid]
 	return pp == nil
-}
-
-// scanQEMU finds QEMU run directories whose owner died, with their tap,
-// disk, volume, cgroup and process, and VM cgroups whose run directory is
-// gone. What fails vmowner's checks is kept, with why.
-func (w *world) scanQEMU(p *Plan) {
-	base := w.o.QEMUDir
-	if base == "" {
-		base = vmowner.Base()
-	}
-	dirs, skipped, err := vmowner.List(base)
-	if err != nil {
-		p.Kept = append(p.Kept, Kept{"qemu-run-dirs", base, fmt.Sprintf("not searched: %v", err)})
-	}
-	for _, d := range slices.Sorted(maps.Keys(skipped)) {
-		p.Kept = append(p.Kept, Kept{"qemu-run-dir", d, skipped[d]})
-	}
-	runDirs := map[string]bool{} // run dir names, which are their cgroups' names
-	for _, d := range dirs {
-		runDirs[filepath.Base(d)] = true
-		rec, err := vmowner.Read(d)
-		if err != nil {
-			if !errors.Is(err, os.ErrNotExist) { // no record yet: being created
-				p.Kept = append(p.Kept, Kept{"qemu-run-dir", d, err.Error()})
-			}
-			continue
-		}
-		pid := rec.PID
-		if runrec.Alive(pid, 0) {
-			continue
-		}
-		if sd, _ := rec.StateDir(); sd != "" && !w.knownStateDir(sd) {
-			p.Kept = append(p.Kept, Kept{"qemu-run-dir", d, fmt.Sprintf("its disk or volume is in %s, which is no state directory of a recorded run: name it with --state-dir", sd)})
-			continue
-		}
-		why := fmt.Sprintf("its isobench process %d is gone", pid)
-		// a VM's processes name files in its run dir (d/console.log...)
-		_, roots := w.mentioning(d + "/")
-		for _, r := range roots {
-			rp := r.pid
-			p.Objects = append(p.Objects, Object{Kind: "process", Name: fmt.Sprintf("%d %s", rp, strings.Join(r.argv, " ")), Owner: d, order: orderProcess, rm: func(context.Context) error { return w.killTree(rp) }})
-		}
-		if t := rec.Tap; t != "" {
-			if _, err := os.Stat("/sys/class/net/" + t); err == nil {
-				p.Objects = append(p.Objects, Object{Kind: "tap", Name: t, Owner: d, order: orderLink, rm: func(ctx context.Context) error { return deleteLink(ctx, t) }})
-			}
-		}
-		for _, kv := range [][2]string{{"disk", rec.Disk}, {"volume", rec.Volume}} {
-			k, v := kv[0], kv[1]
-			if v == "" {
-				continue
-			}
-			if _, err := os.Lstat(v); err == nil {
-				p.Objects = append(p.Objects, Object{Kind: "qemu-" + k, Name: v, Owner: d, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(v) }})
-			}
-		}
-		for _, c := range cgroupDirs() {
-			if rec.Cgroup != "" && filepath.Base(c) == rec.Cgroup {
-				c := c
-				p.Objects = append(p.Objects, Object{Kind: "cgroup", Name: c, Owner: d, order: orderCgroup, rm: func(context.Context) error { return rmCgroup(c) }})
-			}
-		}
-		d := d
-		p.Objects = append(p.Objects, Object{Kind: "dir", Name: d, Why: why, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(d) }})
-	}
-	// a VM's snapshot overlay directory (vmowner.OverlayDir) is made after
-	// its run dir and removed before it: one without a run dir was left by
-	// a VM that died (QEMU had unlinked the file in it at once). Only when
-	// the run dirs could be listed: else every VM would look gone.
-	for _, sd := range w.stateDirs {
-		if err != nil {
-			break
-		}
-		overlays, _ := filepath.Glob(vmowner.OverlayDir(sd, vmowner.DirPrefix+"*"))
-		for _, o := range overlays {
-			if !vmowner.IsName(filepath.Base(o)) || runDirs[filepath.Base(o)] {
-				continue
-			}
-			if fi, err := os.Lstat(o); err != nil || !fi.IsDir() {
-				continue // a link or file is not a directory isobench made
-			}
-			o := o
-			p.Objects = append(p.Objects, Object{Kind: "qemu-overlay", Name: o, Why: "its VM's run directory is gone", order: orderDir, rm: func(context.Context) error { return os.RemoveAll(o) }})
-		}
-	}
-	// a VM's cgroup is made after its run dir and removed before it: one
-	// without a run dir was left by a Close that failed half way (the
-	// cgroups are root's: only the name is checked)
-	for _, c := range cgroupDirs() {
-		name := filepath.Base(c)
-		if !vmowner.IsName(name) || runDirs[name] {
-			continue
-		}
-		why := "its VM's run directory is gone"
-		if b, _ := os.ReadFile(filepath.Join(c, "cgroup.procs")); len(strings.TrimSpace(string(b))) > 0 {
-			p.Kept = append(p.Kept, Kept{"cgroup", c, "its VM's run directory is gone but processes still run in it"})
-			continue
-		}
-		c := c
-		p.Objects = append(p.Objects, Object{Kind: "cgroup", Name: c, Why: why, order: orderCgroup, rm: func(context.Context) error { return rmCgroup(c) }})
-	}
-}
-
-// knownStateDir reports whether sd is one of the state directories the
-// options or run records name.
-func (w *world) knownStateDir(sd string) bool {
-	for _, d := range w.stateDirs {
-		if abs, err := filepath.Abs(d); err == nil && abs == filepath.Clean(sd) {
-			return true
-		}
-	}
-	return false
 }
 
 // scanLeases finds leases whose process died: of instances found dead,

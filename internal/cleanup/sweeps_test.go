@@ -117,3 +117,55 @@ func TestOrderOf(t *testing.T) {
 		}
 	}
 }
+
+// TestScanJudgedLeftovers: an instance a Sweep judges itself
+// (Leftover.Judge, QEMU's by its owner's pid) is removed with its parts
+// when judged dead, whatever its token; one judged not dead is kept with
+// the why it gives (its parts silently), and one judged live without a
+// why is kept silently.
+func TestScanJudgedLeftovers(t *testing.T) {
+	var removed []string
+	rm := func(what string) func(context.Context) error {
+		return func(context.Context) error { removed = append(removed, what); return nil }
+	}
+	judge := func(dead bool, why string) func() (bool, string) { return func() (bool, string) { return dead, why } }
+	reg := platform.NewRegistry(platform.Factory{Name: "jplat", Sweep: func(context.Context, platform.SweepEnv) ([]platform.Leftover, error) {
+		return []platform.Leftover{
+			{Kind: "tap", Name: "jtap1", Owner: "/j/isoq-1", Remove: rm("tap 1")},
+			{Kind: "dir", Name: "/j/isoq-1", Judge: judge(true, "its owner j1 is gone"), Remove: rm("dir 1")},
+			{Kind: "dir", Name: "/j/isoq-2", Token: "anydead", Judge: judge(false, "its record is bad"), Remove: rm("dir 2")},
+			{Kind: "qemu-disk", Name: "/j/disk-2", Owner: "/j/isoq-2", Remove: rm("disk 2")},
+			{Kind: "dir", Name: "/j/isoq-3", Judge: judge(false, ""), Remove: rm("dir 3")},
+		}, nil
+	}})
+	p, err := Scan(context.Background(), Options{Platforms: reg, RecordDir: t.TempDir(), TempDirs: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []Object
+	var got []string
+	for _, o := range p.Objects {
+		if strings.HasPrefix(o.Name, "/j/") || strings.HasPrefix(o.Name, "jtap") {
+			mine = append(mine, o)
+			got = append(got, o.Kind+" "+o.Name+" ("+o.Why+")")
+		}
+	}
+	if want := "tap jtap1 (),dir /j/isoq-1 (its owner j1 is gone)"; strings.Join(got, ",") != want {
+		t.Errorf("planned %q, want %q", strings.Join(got, ","), want)
+	}
+	var kept []string
+	for _, k := range p.Kept {
+		if strings.HasPrefix(k.Name, "/j/") {
+			kept = append(kept, k.Name+": "+k.Why)
+		}
+	}
+	if want := "/j/isoq-2: its record is bad"; strings.Join(kept, ",") != want {
+		t.Errorf("kept %q, want %q", kept, want)
+	}
+	if fails := Remove(context.Background(), &Plan{Objects: mine}); len(fails) > 0 {
+		t.Fatal(fails)
+	}
+	if strings.Join(removed, ",") != "tap 1,dir 1" {
+		t.Errorf("removed %v", removed)
+	}
+}

@@ -31,6 +31,12 @@ type Leftover struct {
 	// gave the instance (Spec.Name, which holds the token too) when the
 	// label is missing.
 	Token, SpecName string
+	// Judge, when not nil, is the platform's own verdict on an instance
+	// whose life no run token tells (a QEMU VM's: the isobench process its
+	// owner record names): whether it is dead, and why (for a live one, ""
+	// or why it is kept: a record that fails the platform's checks is
+	// never dead). Its parts go with it. nil: its token decides.
+	Judge func() (dead bool, why string)
 	// Remove removes it; something already gone is no error.
 	Remove func(ctx context.Context) error
 }

@@ -102,6 +102,8 @@ var Factory = platform.Factory{
 	OwnCPUs: true,
 	// booting a kernel and initramfs per instance
 	Cost: platform.Cost{Instance: 6 * time.Second},
+	// run directories with owner records, what they name, orphans
+	Sweep: Sweep,
 }
 
 // Binary is the QEMU system emulator isobench runs.

@@ -22,7 +22,6 @@ import (
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
-	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
 )
 
 // testAgent returns an isobench binary that can be a VM's init.
@@ -118,58 +117,49 @@ func vmLimits(ctx context.Context, inst platform.Instance, cpus float64, memory 
 	return nil
 }
 
-// leftovers lists qemu processes, taps, cgroups, disks, volumes, run dirs
-// and leases this platform could leave. What another live process's VMs use
-// (named in their run dir's owner record) is not counted: the host, and
-// the shared state dir of the Debian tests, may have other isobench VMs
-// starting and stopping meanwhile.
+// leftovers lists what this platform could leave: what its Sweep lists
+// (run directories with what their owner records name, orphaned overlays
+// and VM cgroups), and besides what no record names: this test's qemu and
+// virtiofsd processes, taps, disks and volumes in state, and leases. What
+// another live process's VMs use (named in their run dir's owner record)
+// is not counted: the host, and the shared state dir of the Debian tests,
+// may have other isobench VMs starting and stopping meanwhile.
 func leftovers(state string) (out []string) {
 	others := OwnedByOthers()
-	defer func() {
-		kept := out[:0]
-		for _, x := range out {
-			if !others[strings.SplitN(x, " ", 3)[1]] {
-				kept = append(kept, x)
-			}
+	seen := map[string]bool{}
+	add := func(kind, name string) {
+		if !seen[name] && !others[name] {
+			seen[name] = true
+			out = append(out, kind+" "+name)
 		}
-		out = kept
-		sort.Strings(out)
-	}()
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, _ := os.ReadFile(p)
-		args := strings.Split(string(b), "\x00")
-		if len(args) > 0 && (filepath.Base(args[0]) == Binary || strings.Contains(args[0], "virtiofsd")) && strings.Contains(string(b), state) {
-			if st, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat")); err == nil {
-				// qemu runs as this test's child: another process's is not ours
-				if f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:])); len(f) > 1 && f[1] != strconv.Itoa(os.Getpid()) {
-					continue
-				}
-			}
-			out = append(out, "process "+filepath.Dir(p)+" "+args[0])
+	}
+	found, _ := Sweep(context.Background(), platform.SweepEnv{StateDirs: []string{state}})
+	for _, l := range found {
+		if !others[l.Owner] {
+			add(l.Kind, l.Name)
+		}
+	}
+	for _, p := range hostProcs() {
+		// qemu runs as this test's child: another process's is not ours
+		if len(p.argv) > 0 && (filepath.Base(p.argv[0]) == Binary || strings.Contains(p.argv[0], "virtiofsd")) &&
+			strings.Contains(strings.Join(p.argv, " "), state) && p.ppid == os.Getpid() {
+			add("process", fmt.Sprintf("%d %s", p.pid, strings.Join(p.argv, " ")))
 		}
 	}
 	for _, l := range hostnet.Links("isq") {
-		out = append(out, "link "+l)
-	}
-	// the VMs' cgroups, by name (what owner records name), on every hierarchy
-	for _, pat := range []string{"/sys/fs/cgroup/isobench/" + vmowner.DirPrefix + "*", "/sys/fs/cgroup/*/isobench/" + vmowner.DirPrefix + "*"} {
-		m, _ := filepath.Glob(pat)
-		for _, x := range m {
-			out = append(out, "cgroup "+filepath.Base(x)+" "+x)
-		}
+		add("tap", l)
 	}
 	for _, pat := range []string{
 		filepath.Join(state, "qemu", "disks", "*"),
 		filepath.Join(state, "qemu", "volumes", "*"),
 		filepath.Join(state, "leases", hostnet.DefaultBridge, "*"),
-		filepath.Join(vmowner.Base(), vmowner.DirPrefix+"*"),
 	} {
 		m, _ := filepath.Glob(pat)
 		for _, x := range m {
-			out = append(out, "file "+x)
+			add("file", x)
 		}
 	}
+	sort.Strings(out)
 	return out
 }
 

@@ -1,10 +1,9 @@
 // Package vmowner is the owner record of a QEMU VM's run directory
 // (Base()/isoq-<digits>): which isobench process started the VM and what
 // the VM uses on the host (its tap, scratch disk, virtiofs volume and
-// cgroup). The qemu platform writes it; its own stale sweep, its tests'
-// leftover checks and `isobench clean` (package cleanup) read it. It
-// depends only on package privdir, so cleanup can read the record without
-// importing the platform.
+// cgroup). The qemu platform writes it; its own stale sweep and its
+// Factory's Sweep (what `isobench clean` and its tests' leftover checks
+// list) read it. It depends only on package privdir.
 //
 // The file is "owner" in the run directory, one key=value per line:
 //

@@ -1,0 +1,17 @@
+package cleanup
+
+import (
+	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/qemu"
+)
+
+// This package's tests that give no registry (Options.Platforms) search
+// the platforms whose leftovers they plant: QEMU's run directories in
+// Options.QEMUDir.
+func init() {
+	testPlatforms = func(o Options) platform.Registry {
+		return platform.NewRegistry(
+			platform.Factory{Name: "qemu", Sweep: qemu.SweepDir(o.QEMUDir)},
+		)
+	}
+}
