@@ -3,11 +3,11 @@
 // run` does before it starts.
 //
 // What isobench creates, by platform, and how it is named:
-//   - Docker and Podman: containers labelled isobench=1 and isobench.run=
-//     <the run's token>; Podman volume and log files under the state
-//     directory (podman-volumes/<name>, podman-logs/<name>.log).
 //   - Platforms whose factory has a Sweep (platform.Factory.Sweep, given
-//     in Options.Platforms) list what they leave themselves: LXD its
+//     in Options.Platforms) list what they leave themselves: Docker and
+//     Podman their containers labelled isobench=1 and isobench.run=<the
+//     run's token>, with Podman's volume and log files under the state
+//     directory (podman-volumes/<name>, podman-logs/<name>.log); LXD its
 //     instances named isob-x<hex> with user.isobench.run=<token>, their
 //     veths and volume directories (state dir lxd-volumes/<name>); QEMU
 //     its run directories /run/isobench/qemu/isoq-<digits> (vmowner.Base)
@@ -134,8 +134,8 @@ type Options struct {
 	// RecordDir is runrec.Dir unless set (tests).
 	RecordDir string
 	// Platforms are the platforms whose own Sweep (platform.Factory.Sweep)
-	// lists what they leave (LXD's instances, QEMU's VMs); nil: none of
-	// those is searched.
+	// lists what they leave (Docker's and Podman's containers, LXD's
+	// instances, QEMU's VMs); nil: none of those is searched.
 	Platforms platform.Registry
 }
 
@@ -156,7 +156,6 @@ func Scan(ctx context.Context, o Options) (*Plan, error) {
 		}
 	}
 	w.scanLocal(ctx, p)
-	w.scanEngines(ctx, p)
 	w.scanSweeps(ctx, p)
 	w.scanNative(p)
 	w.scanLeases(p)
@@ -738,70 +737,6 @@ func (w *world) tokenDead(token string) (bool, string) {
 	return false, "it carries no run token, and other isobench processes are running"
 }
 
-// scanEngines finds Docker and Podman containers.
-func (w *world) scanEngines(ctx context.Context, p *Plan) {
-	for _, eng := range []string{"docker", "podman"} {
-		if _, err := exec.LookPath(eng); err != nil {
-			continue
-		}
-		// Docker's .Labels is a string with a .Label method, Podman's a map
-		format := `{{.ID}}|{{.Names}}|{{.Label "isobench.run"}}|{{.Label "isobench.name"}}`
-		if eng == "podman" {
-			format = `{{.ID}}|{{.Names}}|{{index .Labels "isobench.run"}}|{{index .Labels "isobench.name"}}`
-		}
-		lctx, cancel := context.WithTimeout(ctx, listTimeout)
-		out, err := exec.CommandContext(lctx, eng, "ps", "--all", "--no-trunc", "--filter", "label=isobench", "--format", format).Output()
-		cancel()
-		if err != nil {
-			p.Kept = append(p.Kept, Kept{eng, "containers", fmt.Sprintf("cannot list: %v", err)})
-			continue
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			f := strings.Split(line, "|")
-			if len(f) < 4 || f[0] == "" {
-				continue
-			}
-			id, name, token := f[0], f[1], f[2]
-			if token == "" || token == "<no value>" {
-				token = ""
-				if m := runToken.FindStringSubmatch(f[3]); m != nil {
-					token = m[1]
-				}
-			}
-			dead, why := w.tokenDead(token)
-			if !dead {
-				if why != "" {
-					p.Kept = append(p.Kept, Kept{eng + "-container", name, why})
-				}
-				continue
-			}
-			eng, name := eng, name
-			p.Objects = append(p.Objects, Object{Kind: eng + "-container", Name: name, Why: why, order: orderContainer, rm: func(ctx context.Context) error {
-				out, err := exec.CommandContext(ctx, eng, "rm", "--force", "--volumes", id).CombinedOutput()
-				msg := strings.ToLower(string(out))
-				switch {
-				case err == nil, strings.Contains(msg, "no such container"):
-					return nil
-				case strings.Contains(msg, "already in progress"):
-					// another sweep is removing it: wait until it is gone
-					return waitGone(ctx, eng, id)
-				}
-				return fmt.Errorf("%s rm: %v: %s", eng, err, strings.TrimSpace(string(out)))
-			}})
-			if eng == "podman" {
-				for _, sd := range w.stateDirs {
-					for _, f := range []string{filepath.Join(sd, "podman-volumes", name), filepath.Join(sd, "podman-logs", name+".log")} {
-						if _, err := os.Lstat(f); err == nil {
-							f := f
-							p.Objects = append(p.Objects, Object{Kind: "dir", Name: f, Owner: name, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(f) }})
-						}
-					}
-				}
-			}
-		}
-	}
-}
-
 // scanSweeps finds what the platforms with a Sweep list: an instance is
 // dead as the platform's own verdict (Leftover.Judge) or else its run
 // token says (tokenDead), unless its lease is live; a part
@@ -1045,24 +980,4 @@ func deleteLink(ctx context.Context, name string) error {
 		return err
 	}
 	return nil
-}
-
-// waitGone waits (up to a minute) until the engine no longer knows
-// container id.
-func waitGone(ctx context.Context, eng, id string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		if exec.CommandContext(ctx, eng, "inspect", "--format", "{{.Id}}", id).Run() != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%s: container %s still being removed by another process: %w", eng, id, ctx.Err())
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: container %s still being removed by another process: %w", eng, id, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -49,6 +49,8 @@ var Factory = platform.Factory{
 	Extra: append([]string{"runtime", "image"}, blockdev.ThrottleKeys...),
 	New:   New,
 	Cost:  platform.Cost{Instance: 700 * time.Millisecond},
+	// its containers by label
+	Sweep: Sweep,
 }
 
 // Platform is the docker platform.

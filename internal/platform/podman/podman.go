@@ -62,6 +62,8 @@ var Factory = platform.Factory{
 		return New(ctx, o, env)
 	},
 	Cost: platform.Cost{Instance: 900 * time.Millisecond},
+	// its containers by label, their volume directories and logs
+	Sweep: Sweep,
 }
 
 // ImageRepo is the repository a profile is imported as; the tag is the
@@ -811,23 +813,31 @@ func (in *Instance) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Leftovers lists what podman instances may leave on the host: containers
-// labelled isobench, volume directories under stateDir, overlay mounts of
-// podman's storage, container cgroups, network namespaces podman made and
-// veths on its bridge.
+// Leftovers lists what podman instances may leave on the host: what
+// Sweep lists (containers labelled isobench, their volume directories
+// and logs under stateDir), and besides every volume directory and log
+// there, overlay mounts of podman's storage, container cgroups, network
+// namespaces podman made and veths on its bridge.
 func Leftovers(ctx context.Context, stateDir string) ([]string, error) {
-	var out []string
-	names, err := podman(ctx, nil, "ps", "--all", "--noheading", "--filter", "label="+platform.Label+"=1", "--format", "{{.Names}}")
+	if _, err := exec.LookPath("podman"); err != nil {
+		return nil, errors.New("podman is not installed")
+	}
+	found, err := Sweep(ctx, platform.SweepEnv{StateDirs: []string{stateDir}})
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range strings.Fields(names) {
-		out = append(out, "container "+n)
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range found {
+		seen[l.Name] = true
+		out = append(out, l.String())
 	}
 	for _, d := range []string{"podman-volumes", "podman-logs"} {
 		if es, err := os.ReadDir(filepath.Join(stateDir, d)); err == nil {
 			for _, e := range es {
-				out = append(out, d+" "+e.Name())
+				if p := filepath.Join(stateDir, d, e.Name()); !seen[p] {
+					out = append(out, "dir "+p)
+				}
 			}
 		}
 	}
