@@ -59,8 +59,15 @@ type Opts struct {
 	// Leftovers lists what the platform leaves on the host (containers,
 	// cgroups, mounts, veths, temp dirs), one string per thing; the lists
 	// taken before the suite and after everything is closed must match.
-	// Nil skips that check (say why in the platform's test).
+	// Nil lists what Sweep lists, or, without one, skips that check (say
+	// why in the platform's test).
 	Leftovers func(ctx context.Context) ([]string, error)
+	// Sweep is the platform's Factory.Sweep (what it may leave, as
+	// 'isobench clean' finds it): when Leftovers is nil, the suite's
+	// leftover check compares what it lists (Leftover.String), with
+	// StateDir the state directory searched.
+	Sweep    func(ctx context.Context, env platform.SweepEnv) ([]platform.Leftover, error)
+	StateDir string
 	// SharedHost says other sessions create and remove the same kind of
 	// host state meanwhile (Docker's netns mounts and veths cannot all be
 	// told apart): what vanished across the suite is then logged, not an
@@ -101,6 +108,26 @@ func SkipUnlessRequired(t testing.TB, name string, why error) {
 	t.Skipf("platform %s not available: %v", name, why)
 }
 
+// sweepLeftovers lists what sweep finds with stateDir searched, one
+// "KIND NAME" a thing.
+func sweepLeftovers(sweep func(context.Context, platform.SweepEnv) ([]platform.Leftover, error), stateDir string) func(context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		env := platform.SweepEnv{}
+		if stateDir != "" {
+			env.StateDirs = []string{stateDir}
+		}
+		found, err := sweep(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, 0, len(found))
+		for _, l := range found {
+			out = append(out, l.String())
+		}
+		return out, nil
+	}
+}
+
 type suite struct {
 	p    platform.Platform
 	opts Opts
@@ -124,6 +151,9 @@ func Run(t *testing.T, newPlatform func(t *testing.T) platform.Platform, opts Op
 	cancel()
 	if err != nil {
 		SkipUnlessRequired(t, p.Name(), err)
+	}
+	if opts.Leftovers == nil && opts.Sweep != nil {
+		opts.Leftovers = sweepLeftovers(opts.Sweep, opts.StateDir)
 	}
 	s := &suite{p: p, opts: opts, tag: randomHex(4)}
 

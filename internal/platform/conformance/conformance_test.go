@@ -1,10 +1,14 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/isobench/isobench/internal/platform"
 )
 
 func TestParseCgroupLimits(t *testing.T) {
@@ -103,5 +107,27 @@ func TestDiffConfinement(t *testing.T) {
 	}
 	if _, err := ParseProbe("not json"); err == nil {
 		t.Error("ParseProbe accepted garbage")
+	}
+}
+
+// TestSweepLeftovers: without a Leftovers function the suite lists what
+// the platform's Sweep lists, searching its state directory.
+func TestSweepLeftovers(t *testing.T) {
+	var got platform.SweepEnv
+	sweep := func(ctx context.Context, env platform.SweepEnv) ([]platform.Leftover, error) {
+		got = env
+		return []platform.Leftover{{Kind: "z-instance", Name: "isob-z1"}, {Kind: "dir", Name: "/s/z/isob-z1", Owner: "isob-z1"}}, nil
+	}
+	list, err := sweepLeftovers(sweep, "/s")(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(list, ",") != "z-instance isob-z1,dir /s/z/isob-z1" || len(got.StateDirs) != 1 || got.StateDirs[0] != "/s" {
+		t.Errorf("listed %q searching %v", list, got.StateDirs)
+	}
+	if _, err := sweepLeftovers(func(context.Context, platform.SweepEnv) ([]platform.Leftover, error) {
+		return nil, errors.New("no daemon")
+	}, "")(context.Background()); err == nil {
+		t.Error("a failed sweep is no error")
 	}
 }
