@@ -1,6 +1,11 @@
 package builtin
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/isobench/isobench/internal/workload"
+)
 
 func TestRegistriesAreConsistent(t *testing.T) {
 	w := Workloads() // panics on a duplicate or malformed def
@@ -66,6 +71,45 @@ func TestEveryPlatformDeclaresItsCost(t *testing.T) {
 		}
 		if got := reg.Cost(name); got.Instance != f.Cost.Instance || got.SystemBoot <= 0 {
 			t.Errorf("platform %s: Registry.Cost = %+v, want its own instance cost and a system boot", name, got)
+		}
+	}
+}
+
+// TestServerAndToolWorkloadsDeclareHostTools: what a dry run says the host
+// lacks comes from each workload's own Needs.HostTools, not from a list
+// kept elsewhere by name (issue 24); a workload that runs servers or an
+// external tool (tool:*) without one would be planned with no warning. On
+// native (the host is the instance) each such workload needs something
+// at its defaults, and every tool any workload lists says how to get it.
+func TestServerAndToolWorkloadsDeclareHostTools(t *testing.T) {
+	w := Workloads()
+	for _, name := range w.Names() {
+		d, err := w.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runsTool := strings.HasPrefix(name, "tool:")
+		if d.Needs.HostTools == nil {
+			if d.Needs.Servers || runsTool {
+				t.Errorf("workload %s (servers %v, tool %v) declares no Needs.HostTools", name, d.Needs.Servers, runsTool)
+			}
+			continue
+		}
+		p, err := d.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s defaults: %v", name, err)
+		}
+		if (d.Needs.Servers || runsTool) && len(d.Needs.HostTools(p, true)) == 0 {
+			t.Errorf("workload %s needs nothing on native at its defaults", name)
+		}
+		for _, native := range []bool{false, true} {
+			for _, tool := range d.Needs.HostTools(p, native) {
+				for _, u := range append([]workload.Tool{tool}, tool.Alt...) {
+					if u.Bin == "" || u.Pkg == "" && u.Install == "" {
+						t.Errorf("workload %s (native %v): tool %+v lacks an executable or how to get it", name, native, u)
+					}
+				}
+			}
 		}
 	}
 }

@@ -16,128 +16,49 @@ import (
 	"github.com/isobench/isobench/internal/workload"
 )
 
-// hostTool is an executable a workload needs on the host, and the Debian
-// package that has it.
-type hostTool struct{ bin, pkg string }
-
-// hostToolsFor are the executables a workload with params needs on this
-// host: the load generators and clients that run on the host, and on
-// native (the host is the instance) the servers and tools that run in an
-// instance elsewhere. alt, when set, is a group of which one is enough.
-func hostToolsFor(name string, p workload.Params, native bool) (need []hostTool, alt [][]hostTool) {
-	add := func(bin, pkg string) { need = append(need, hostTool{bin, pkg}) }
-	onHost := p.Str("client") == "" || p.Str("client") == "host"
-	switch name {
-	case "http":
-		if onHost {
-			if p.Str("tool") == "wrk" {
-				add("wrk", "wrk")
-			} else {
-				add("ab", "apache2-utils")
-			}
-		}
-		if native {
-			if p.Str("server") == "apache" {
-				add("apache2", "apache2")
-			} else {
-				add("nginx", "nginx")
-			}
-		}
-	case "redis":
-		if onHost {
-			add("redis-benchmark", "redis-tools")
-		}
-		if native {
-			add("redis-server", "redis-server")
-		}
-	case "oltp":
-		if onHost {
-			add("sysbench", "sysbench")
-		}
-		if native {
-			add("mariadbd", "mariadb-server")
-		}
-	case "ftp":
-		if p.Str("client") == "jmeter" {
-			add("jmeter", "jmeter")
-		} else {
-			add("lftp", "lftp")
-		}
-		if native {
-			add("vsftpd", "vsftpd")
-		}
-	case "scp":
-		add("scp", "openssh-client")
-		if native {
-			add("sshd", "openssh-server")
-		}
-	case "smb":
-		add("smbclient", "smbclient")
-		if native {
-			add("smbd", "samba")
-		}
-	case "wget":
-		add("wget", "wget")
-		if native {
-			add("apache2", "apache2")
-		}
-	case "smtp":
-		if p.Str("client") == "postal" {
-			add("postal", "postal")
-		}
-		if native {
-			add("postfix", "postfix")
-		}
-	case "mapreduce":
-		add("java", "default-jre-headless")
-		add("mvn", "maven")
-	case "spark":
-		if native {
-			add("java", "openjdk-17-jre-headless")
-			alt = append(alt, []hostTool{{"spark-submit", "pip install pyspark"}, {"pyspark", "pip install pyspark"}})
-		}
-	case "tool:fio":
-		if native {
-			add("fio", "fio")
-		}
-	case "tool:iperf2":
-		if native {
-			add("iperf", "iperf")
-		}
-	case "tool:iperf3":
-		if native {
-			add("iperf3", "iperf3")
-		}
-	case "tool:sockperf":
-		if native {
-			add("sockperf", "sockperf")
-		}
-	case "tool:sysbench-cpu", "tool:sysbench-fileio", "tool:sysbench-memory":
-		if native {
-			add("sysbench", "sysbench")
-		}
-	}
-	return need, alt
-}
-
 // hostHas is study.HostHas (a seam for the tests).
 var hostHas = study.HostHas
 
-// pysparkImports reports whether python3 here has the pyspark module
-// (spark's native run uses it when there is no spark-submit).
-var pysparkImports = func() bool {
+// pyImports reports whether python3 here imports module (a Tool with
+// Module set: spark's native run uses pyspark when there is no
+// spark-submit).
+var pyImports = func(module string) bool {
 	if !hostHas("python3") {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return exec.CommandContext(ctx, "python3", "-c", "import pyspark").Run() == nil
+	return exec.CommandContext(ctx, "python3", "-c", "import "+module).Run() == nil
+}
+
+// toolHere reports whether t is here: its executable on PATH, or, for a
+// Module, python3 imports it.
+func toolHere(t workload.Tool) bool {
+	return hostHas(t.Bin) || t.Module && pyImports(t.Bin)
+}
+
+// missingTool is how a dry run names t when neither it nor any of its
+// Alt is here, with how to get it; "" when one is here.
+func missingTool(t workload.Tool) string {
+	var names []string
+	for _, u := range append([]workload.Tool{t}, t.Alt...) {
+		if toolHere(u) {
+			return ""
+		}
+		n := u.Bin
+		if u.Module {
+			n = "python3's " + n
+		}
+		names = append(names, n)
+	}
+	return fmt.Sprintf("%s (%s)", strings.Join(names, " or "), t.HowToGet())
 }
 
 // dryChecks is what a dry run says of this host, as warnings (the plan
 // stands): per platform whether it is available here (doctor's check:
 // the platform is constructed and asked, nothing is started), and the
-// executables the plan's workloads need on the host that it lacks.
+// executables the plan's workloads need on the host that it lacks (what
+// each declares in its Needs.HostTools).
 func (st *State) dryChecks(ctx context.Context, w io.Writer, labels, workloads []string, stateDir string) {
 	env := platform.Env{AgentBinary: st.Executable, StateDir: stateDir, Log: io.Discard}
 	fmt.Fprintln(w, "\nhere (isobench doctor's check; warnings, the plan stands):")
@@ -162,7 +83,7 @@ func (st *State) dryChecks(ctx context.Context, w io.Writer, labels, workloads [
 			continue
 		}
 		def, err := st.lookupWorkload(sp.Name)
-		if err != nil {
+		if err != nil || def.Needs.HostTools == nil {
 			continue
 		}
 		variants, err := workload.Expand(sp.Params)
@@ -176,25 +97,13 @@ func (st *State) dryChecks(ctx context.Context, w io.Writer, labels, workloads [
 			}
 			for _, l := range labels {
 				native := strings.SplitN(l, ":", 2)[0] == "native" && !strings.Contains(l, "host=")
-				need, alt := hostToolsFor(def.Name, params, native)
 				who := def.Name
 				if native {
 					who += " on native"
 				}
-				for _, t := range need {
-					if !hostHas(t.bin) {
-						note(fmt.Sprintf("%s (apt-get install %s)", t.bin, t.pkg), who)
-					}
-				}
-				for _, group := range alt {
-					found := false
-					var names []string
-					for _, t := range group {
-						names = append(names, t.bin)
-						found = found || hostHas(t.bin) || t.bin == "pyspark" && pysparkImports()
-					}
-					if !found {
-						note(fmt.Sprintf("%s (%s)", strings.Join(names, " or python3's "), group[0].pkg), who)
+				for _, t := range def.Needs.HostTools(params, native) {
+					if what := missingTool(t); what != "" {
+						note(what, who)
 					}
 				}
 			}

@@ -164,6 +164,43 @@ type Needs struct {
 	// vsftpd, Samba, Postfix) that only the debian image profile (or the
 	// host itself, for native) has.
 	Servers bool
+	// HostTools, when set, lists what the workload with params p needs on
+	// the host that runs isobench: the load generators and clients that
+	// run there, and, when native (the host is the instance), the servers
+	// and tools that otherwise run in an instance. A dry run checks them
+	// and warns of those missing. Every workload that needs Servers or
+	// runs an external tool declares it.
+	HostTools func(p Params, native bool) []Tool
+}
+
+// Tool is something a workload needs on the host (Needs.HostTools): an
+// executable, or any one of a group of them (Alt), and how to install it.
+type Tool struct {
+	// Bin is the executable, looked up on PATH.
+	Bin string
+	// Module: a python3 module named Bin (python3 -c 'import Bin') does
+	// as well as the executable.
+	Module bool
+	// Pkg is the Debian package that has Bin (apt-get install Pkg).
+	Pkg string
+	// Install, when set, is how to get Bin when no Debian package has it
+	// ("pip install pyspark"); it is said instead of Pkg's apt-get.
+	Install string
+	// Alt are other tools any one of which does instead of this one
+	// (spark: spark-submit or python3's pyspark); the group is said with
+	// this one's Pkg or Install.
+	Alt []Tool
+}
+
+// Need is a Tool from Bin and its Debian package Pkg.
+func Need(bin, pkg string) Tool { return Tool{Bin: bin, Pkg: pkg} }
+
+// HowToGet is how to install t: its Install, else apt-get install Pkg.
+func (t Tool) HowToGet() string {
+	if t.Install != "" {
+		return t.Install
+	}
+	return "apt-get install " + t.Pkg
 }
 
 // Params is a validated parameter set with defaults filled in.

@@ -54,7 +54,7 @@ func commonParams() []workload.Param {
 
 // HTTP serves a static file with nginx or Apache to ab or wrk.
 var HTTP = workload.Def{
-	Needs: workload.Needs{Network: true, Servers: true},
+	Needs: workload.Needs{Network: true, Servers: true, HostTools: httpHostTools},
 	Name:  "http",
 	Estimate: func(p workload.Params) time.Duration {
 		// server start, then ab's fixed requests at ~5000/s on 2 cores
@@ -83,9 +83,43 @@ var HTTP = workload.Def{
 	Timeout: func(p workload.Params) time.Duration { return p.Duration("duration") + 10*time.Minute },
 }
 
+// clientOnHost: the load generators run on the host (client=host).
+func clientOnHost(p workload.Params) bool {
+	c := p.Str("client")
+	return c == "" || c == OnHost
+}
+
+// hostTools is a service workload's Needs.HostTools: its load generator
+// when the clients run on the host, its server on native.
+func hostTools(client, server workload.Tool) func(workload.Params, bool) []workload.Tool {
+	return func(p workload.Params, native bool) []workload.Tool {
+		var need []workload.Tool
+		if clientOnHost(p) {
+			need = append(need, client)
+		}
+		if native {
+			need = append(need, server)
+		}
+		return need
+	}
+}
+
+// httpHostTools is http's Needs.HostTools: ab or wrk when the clients run
+// on the host, nginx or apache2 on native.
+func httpHostTools(p workload.Params, native bool) []workload.Tool {
+	client, server := workload.Need("ab", "apache2-utils"), workload.Need("nginx", "nginx")
+	if p.Str("tool") == "wrk" {
+		client = workload.Need("wrk", "wrk")
+	}
+	if p.Str("server") == Apache {
+		server = workload.Need("apache2", "apache2")
+	}
+	return hostTools(client, server)(p, native)
+}
+
 // RedisDef runs redis-benchmark against redis-server.
 var RedisDef = workload.Def{
-	Needs: workload.Needs{Network: true, Servers: true},
+	Needs: workload.Needs{Network: true, Servers: true, HostTools: hostTools(workload.Need("redis-benchmark", "redis-tools"), workload.Need("redis-server", "redis-server"))},
 	Name:  "redis",
 	Estimate: func(p workload.Params) time.Duration {
 		// pipelined GET/SET at ~200k ops/s
@@ -126,7 +160,7 @@ func validOp(op string) bool {
 
 // OLTP runs sysbench oltp against MariaDB.
 var OLTP = workload.Def{
-	Needs: workload.Needs{Network: true, Servers: true},
+	Needs: workload.Needs{Network: true, Servers: true, HostTools: hostTools(workload.Need("sysbench", "sysbench"), workload.Need("mariadbd", "mariadb-server"))},
 	Name:  "oltp",
 	Estimate: func(p workload.Params) time.Duration {
 		// the table is prepared once per platform (cached): count a share

@@ -49,9 +49,23 @@ const HomeEnv = "SPARK_HOME"
 // directory holding the pyspark and py4j packages).
 const ImagePySpark = image.SparkPySparkDir
 
+// hostTools is spark's Needs.HostTools: nothing on the host unless it is
+// the instance (native), then Java and Spark: spark-submit, or python3's
+// pyspark module (the run uses it when there is no spark-submit).
+func hostTools(_ workload.Params, native bool) []workload.Tool {
+	if !native {
+		return nil
+	}
+	return []workload.Tool{
+		workload.Need("java", "openjdk-17-jre-headless"),
+		{Bin: "spark-submit", Install: "pip install pyspark", Alt: []workload.Tool{{Bin: "pyspark", Module: true, Install: "pip install pyspark"}}},
+	}
+}
+
 // Def is the spark workload.
 var Def = workload.Def{
-	Name: "spark",
+	Name:  "spark",
+	Needs: workload.Needs{HostTools: hostTools},
 	Estimate: func(p workload.Params) time.Duration {
 		// JVM start and the job over its input at ~20 MB/s on 2 cores
 		return workload.Seconds(15 + float64(p.Size("size"))/20e6)

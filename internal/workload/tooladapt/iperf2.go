@@ -46,7 +46,7 @@ func iperf2Timeout(p workload.Params) time.Duration { return p.Duration("duratio
 // Each client instance reports its throughput; the cell's aggregate is
 // their sum, the server's total.
 var Iperf2Def = workload.Def{
-	Needs: workload.Needs{Network: true},
+	Needs: workload.Needs{Network: true, HostTools: onNative("iperf", "iperf")},
 	Name:  Iperf2,
 	Help:  "external iperf 2 (study 000, figure 7): one server instance, N client instances sending to it at once, each with window WINDOW (the paper's 64 KByte); Gbit/s per client, summed over the clients",
 	Params: []workload.Param{

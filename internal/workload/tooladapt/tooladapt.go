@@ -54,12 +54,24 @@ func timeout(p workload.Params) time.Duration {
 	return p.Duration("duration") + 2*time.Minute
 }
 
+// onNative is a tool workload's Needs.HostTools: the tool runs in the
+// instance, so the host needs it only when it is the instance (native).
+func onNative(bin, pkg string) func(workload.Params, bool) []workload.Tool {
+	return func(_ workload.Params, native bool) []workload.Tool {
+		if native {
+			return []workload.Tool{workload.Need(bin, pkg)}
+		}
+		return nil
+	}
+}
+
 // Defs returns every tool workload.
 func Defs() []workload.Def {
 	return []workload.Def{
 		{
-			Name: SysbenchCPU,
-			Help: "external sysbench cpu: primes up to max-prime per event; events/s, latency; events=N is fixed work (--events=N --time=0, sysbench 0.4.12's --max-requests): total_time",
+			Name:  SysbenchCPU,
+			Needs: workload.Needs{HostTools: onNative("sysbench", "sysbench")},
+			Help:  "external sysbench cpu: primes up to max-prime per event; events/s, latency; events=N is fixed work (--events=N --time=0, sysbench 0.4.12's --max-requests): total_time",
 			Params: []workload.Param{
 				threadsParam(),
 				{Name: "max-prime", Kind: workload.Int, Default: "10000", Min: 3, Max: 1e9, Help: "upper limit of the primes verified per event"},
@@ -73,8 +85,9 @@ func Defs() []workload.Def {
 			FixedWork: cpu.Def.FixedWork,
 		},
 		{
-			Name: SysbenchMemory,
-			Help: "external sysbench memory: block-size transfers over a buffer; ops/s, MiB/s",
+			Name:  SysbenchMemory,
+			Needs: workload.Needs{HostTools: onNative("sysbench", "sysbench")},
+			Help:  "external sysbench memory: block-size transfers over a buffer; ops/s, MiB/s",
 			Params: []workload.Param{
 				threadsParam(),
 				{Name: "block-size", Kind: workload.Size, Default: "1k", Min: 1, Max: 1 << 30, Help: "bytes per operation"},
@@ -88,8 +101,9 @@ func Defs() []workload.Def {
 			Estimate: workload.DurationPlus(500 * time.Millisecond),
 		},
 		{
-			Name: SysbenchFileIO,
-			Help: "external sysbench fileio in the scratch directory (files prepared untimed); ops/s, MiB/s, latency",
+			Name:  SysbenchFileIO,
+			Needs: workload.Needs{HostTools: onNative("sysbench", "sysbench")},
+			Help:  "external sysbench fileio in the scratch directory (files prepared untimed); ops/s, MiB/s, latency",
 			Params: []workload.Param{
 				threadsParam(),
 				{Name: "block-size", Kind: workload.Size, Default: "16k", Min: 512, Max: 1 << 30, Help: "bytes per request"},
@@ -104,8 +118,9 @@ func Defs() []workload.Def {
 			Estimate: workload.DurationPlus(500 * time.Millisecond),
 		},
 		{
-			Name: Fio,
-			Help: "external fio in the scratch directory (files laid out untimed); IOPS, MiB/s, completion latency percentiles",
+			Name:  Fio,
+			Needs: workload.Needs{HostTools: onNative("fio", "fio")},
+			Help:  "external fio in the scratch directory (files laid out untimed); IOPS, MiB/s, completion latency percentiles",
 			Params: []workload.Param{
 				{Name: "pattern", Kind: workload.Enum, Default: "randread", Enum: fio.Patterns, Help: "fio rw="},
 				{Name: "bs", Kind: workload.Size, Default: "4k", Min: 512, Max: 1 << 30, Help: "block size"},
@@ -122,8 +137,9 @@ func Defs() []workload.Def {
 			Estimate: workload.DurationPlus(500 * time.Millisecond),
 		},
 		{
-			Name: Iperf3,
-			Help: "external iperf3 client; server empty: a server on 127.0.0.1 in the same instance (loopback); Gbit/s, retransmits",
+			Name:  Iperf3,
+			Needs: workload.Needs{HostTools: onNative("iperf3", "iperf3")},
+			Help:  "external iperf3 client; server empty: a server on 127.0.0.1 in the same instance (loopback); Gbit/s, retransmits",
 			Params: []workload.Param{
 				{Name: "server", Kind: workload.String, Default: "", Help: "address of a running iperf3 server; none: start one on 127.0.0.1 in this instance"},
 				{Name: "port", Kind: workload.Int, Default: "5201", Min: 1, Max: 65535, Help: "server port"},
@@ -139,8 +155,9 @@ func Defs() []workload.Def {
 			Estimate: workload.DurationPlus(500 * time.Millisecond),
 		},
 		{
-			Name: Sockperf,
-			Help: "external sockperf ping-pong (request/response latency, full round trip); server empty: a server on 127.0.0.1 in the same instance",
+			Name:  Sockperf,
+			Needs: workload.Needs{HostTools: onNative("sockperf", "sockperf")},
+			Help:  "external sockperf ping-pong (request/response latency, full round trip); server empty: a server on 127.0.0.1 in the same instance",
 			Params: []workload.Param{
 				{Name: "server", Kind: workload.String, Default: "", Help: "address of a running sockperf server; none: start one on 127.0.0.1 in this instance"},
 				{Name: "port", Kind: workload.Int, Default: "11111", Min: 1, Max: 65535, Help: "server port"},

@@ -33,10 +33,23 @@ const (
 	sender    = "isobench@client.test"
 )
 
+// smtpHostTools is smtp's Needs.HostTools: postal when it is the client
+// (isobench's own client needs nothing), Postfix on native.
+func smtpHostTools(p workload.Params, native bool) []workload.Tool {
+	var need []workload.Tool
+	if p.Str("client") == "postal" {
+		need = append(need, workload.Need("postal", "postal"))
+	}
+	if native {
+		need = append(need, workload.Need("postfix", "postfix"))
+	}
+	return need
+}
+
 // SMTPDef sends messages to Postfix in the instance from a Go SMTP client
 // on the host and checks every one arrived intact.
 var SMTPDef = workload.Def{
-	Needs: workload.Needs{Network: true, Servers: true},
+	Needs: workload.Needs{Network: true, Servers: true, HostTools: smtpHostTools},
 	Name:  SMTP,
 	Estimate: func(p workload.Params) time.Duration {
 		if p.Str("client") == "postal" && p.Int("postal-messages") > 0 {

@@ -123,11 +123,24 @@ func params(directions ...string) []workload.Param {
 	}
 }
 
-func def(name, help string, directions ...string) workload.Def {
+// hostTools is a transfer workload's Needs.HostTools: its client, which
+// runs on the host, and on native its server.
+func hostTools(client, server workload.Tool) func(workload.Params, bool) []workload.Tool {
+	return func(_ workload.Params, native bool) []workload.Tool {
+		if native {
+			return []workload.Tool{client, server}
+		}
+		return []workload.Tool{client}
+	}
+}
+
+// def is a transfer workload whose client on the host moves the data to
+// or from its server in the instance.
+func def(name, help string, client, server workload.Tool, directions ...string) workload.Def {
 	return workload.Def{
 		Name:  name,
 		Help:  help,
-		Needs: workload.Needs{Network: true, Servers: true},
+		Needs: workload.Needs{Network: true, Servers: true, HostTools: hostTools(client, server)},
 		Estimate: func(p workload.Params) time.Duration {
 			// ~80 MB/s per client pair on 2 cores, a few ms per node of a
 			// tree, verification, and a second for the server and each
@@ -164,10 +177,14 @@ func def(name, help string, directions ...string) workload.Def {
 
 // The workloads.
 var (
-	SCPDef  = def(SCP, "scp (SFTP protocol) of a file or a tree to or from OpenSSH in the instance (study 002, tables 4-7): transfer time and MB/s, every byte verified; runs in the debian image (native: the host's sshd)", Download, Upload)
-	WgetDef = def(Wget, "wget of a file or a tree from Apache in the instance (study 002, tables 8-10): transfer time and MB/s, every byte verified; download only; runs in the debian image (native: the host's apache2)", Download)
-	SMBDef  = def(SMB, "smbclient get/put of a file or a tree from/to Samba in the instance (study 002, tables 8-10, NetBIOS): transfer time and MB/s, every byte verified; runs in the debian image (native: the host's samba)", Download, Upload)
-	FTPDef  = ftpDef(def(FTP, "lftp mirror of a file or a tree from/to vsftpd in the instance (study 004, figures 8-10), or client=jmeter: the study's JMeter FTP sampler downloading every file; transfer time, MB/s and mean time per file, every byte verified; runs in the debian image (native: the host's vsftpd)", Download, Upload))
+	SCPDef = def(SCP, "scp (SFTP protocol) of a file or a tree to or from OpenSSH in the instance (study 002, tables 4-7): transfer time and MB/s, every byte verified; runs in the debian image (native: the host's sshd)",
+		workload.Need("scp", "openssh-client"), workload.Need("sshd", "openssh-server"), Download, Upload)
+	WgetDef = def(Wget, "wget of a file or a tree from Apache in the instance (study 002, tables 8-10): transfer time and MB/s, every byte verified; download only; runs in the debian image (native: the host's apache2)",
+		workload.Need("wget", "wget"), workload.Need("apache2", "apache2"), Download)
+	SMBDef = def(SMB, "smbclient get/put of a file or a tree from/to Samba in the instance (study 002, tables 8-10, NetBIOS): transfer time and MB/s, every byte verified; runs in the debian image (native: the host's samba)",
+		workload.Need("smbclient", "smbclient"), workload.Need("smbd", "samba"), Download, Upload)
+	FTPDef = ftpDef(def(FTP, "lftp mirror of a file or a tree from/to vsftpd in the instance (study 004, figures 8-10), or client=jmeter: the study's JMeter FTP sampler downloading every file; transfer time, MB/s and mean time per file, every byte verified; runs in the debian image (native: the host's vsftpd)",
+		workload.Need("lftp", "lftp"), workload.Need("vsftpd", "vsftpd"), Download, Upload))
 )
 
 // FTP clients.
@@ -181,6 +198,14 @@ const (
 func ftpDef(d workload.Def) workload.Def {
 	d.Params = append(d.Params, workload.Param{Name: "client", Kind: workload.Enum, Enum: []string{ClientLftp, ClientJMeter}, Default: ClientLftp,
 		Help: "lftp: one mirror of the data set; jmeter: JMeter 2.13's FTP sampler (study 004's client), one request per file, its own total time, rate and latency"})
+	tools := d.Needs.HostTools
+	d.Needs.HostTools = func(p workload.Params, native bool) []workload.Tool {
+		need := tools(p, native)
+		if p.Str("client") == ClientJMeter {
+			need[0] = workload.Need("jmeter", "jmeter") // instead of lftp
+		}
+		return need
+	}
 	check := d.Check
 	d.Check = func(p workload.Params) error {
 		if p.Str("client") == ClientJMeter && p.Str("direction") == Upload {
