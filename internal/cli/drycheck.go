@@ -96,7 +96,7 @@ func (st *State) dryChecks(ctx context.Context, w io.Writer, labels, workloads [
 				continue
 			}
 			for _, l := range labels {
-				native := strings.SplitN(l, ":", 2)[0] == "native" && !strings.Contains(l, "host=")
+				native := st.Platforms[strings.SplitN(l, ":", 2)[0]].IsHost && !strings.Contains(l, "host=")
 				who := def.Name
 				if native {
 					who += " on native"

@@ -416,6 +416,7 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	}
 	var targets []target
 	labels := map[string]bool{}
+	hostLabel := ""
 	for _, p := range study.Platforms {
 		f, o, err := st.parsePlatform(p)
 		if err != nil {
@@ -427,11 +428,14 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 		}
 		labels[label] = true
 		targets = append(targets, target{f, o})
-		plan.Targets = append(plan.Targets, runner.Target{Label: label, Name: o.Name, Options: o.Canonical(), Base: o.Base})
+		plan.Targets = append(plan.Targets, runner.Target{Label: label, Name: o.Name, Options: o.Canonical(), Base: o.Base, Host: f.IsHost})
+		if hostLabel == "" && f.IsHost && o.Canonical() == "" {
+			hostLabel = label // the host itself, as it is: the natural baseline
+		}
 	}
 	switch {
-	case study.Baseline == "" && labels["native"]:
-		study.Baseline = "native"
+	case study.Baseline == "" && hostLabel != "":
+		study.Baseline = hostLabel
 	case study.Baseline == "" && len(plan.Targets) > 1:
 		// as hyperfine's reference: the first platform given
 		study.Baseline = plan.Targets[0].Label

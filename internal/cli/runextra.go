@@ -102,7 +102,7 @@ func preflight(plan runner.Plan) ([]cannotRun, error) {
 	for _, job := range plan.Jobs {
 		name, params := job.Def.Name, job.Params.String()
 		for _, t := range plan.Targets {
-			if t.Name == "native" {
+			if t.Host {
 				continue // the host itself: its network and its servers
 			}
 			c := cannotRun{Target: t.Label, Workload: name, Params: params, Shown: job.Def.Label(params)}

@@ -360,3 +360,45 @@ func TestResumeAfterInterrupt(t *testing.T) {
 		t.Fatalf("resume of a finished run: exit %d %s", code, errb.String())
 	}
 }
+
+// TestHostTrait: what is the host itself is the platform's trait
+// (platform.Factory.IsHost), not its name: the plain host platform is the
+// default baseline wherever it is given, with options it is not, and a
+// host target is never refused by the preflight.
+func TestHostTrait(t *testing.T) {
+	st, _, _ := newTestState(t)
+	for _, c := range []struct {
+		platforms []string
+		want      string
+	}{
+		{[]string{"docker", "native"}, "native"},
+		{[]string{"docker", "native:cpus=1"}, "docker"},
+	} {
+		study := Study{Platforms: c.platforms, Workloads: []string{"cpu"}}
+		if _, _, err := st.plan(&study); err != nil {
+			t.Fatal(err)
+		}
+		if study.Baseline != c.want {
+			t.Errorf("%v: baseline %q, want %q", c.platforms, study.Baseline, c.want)
+		}
+	}
+	study := Study{Platforms: []string{"native", "runc"}, Workloads: []string{"tcp-rr"}}
+	plan, _, err := st.plan(&study)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Targets[0].Host || plan.Targets[1].Host {
+		t.Fatalf("Host: native %v, runc %v", plan.Targets[0].Host, plan.Targets[1].Host)
+	}
+	// a host target without a network is still the host: not refused
+	plan.Targets[0].Name, plan.Targets[0].Label = "myhost", "myhost"
+	plan.Targets[0].Base.Network = "none"
+	plan.Targets[1].Base.Network = "none"
+	cannot, err := preflight(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cannot) != 1 || cannot[0].Target != "runc" {
+		t.Errorf("cannot run %v, want runc alone", cannot)
+	}
+}

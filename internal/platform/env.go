@@ -31,6 +31,10 @@ type Factory struct {
 	// itself to CPUs does not place the instance on those host CPUs, so a
 	// duet run (runner.Plan.Duet) cannot pin it.
 	OwnCPUs bool
+	// IsHost says the instance is this host itself (native): it has the
+	// host's network, servers and tools, so nothing need be checked for
+	// it before a run, and it is the natural baseline.
+	IsHost bool
 	// Cost is what a plan's time estimate (study.NewPlan) counts for one
 	// of this platform's instances and for the platform in a run. Every
 	// built-in platform declares Cost.Instance (builtin's test checks it);

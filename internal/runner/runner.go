@@ -35,6 +35,9 @@ type Target struct {
 	Options  string // canonical options, e.g. "network=host"
 	Platform platform.Platform
 	Base     platform.Spec
+	// Host: the platform's instances are the host itself
+	// (platform.Factory.IsHost), with its network and servers.
+	Host bool
 	// Tags are added to every sample of the target (e.g. host= when a
 	// spread run runs the target on one of several hosts).
 	Tags map[string]string

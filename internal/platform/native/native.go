@@ -29,11 +29,13 @@ import (
 
 // Factory registers the native platform.
 var Factory = platform.Factory{
-	Name:  "native",
-	Help:  "processes on the host (the baseline); cpus/memory via a cgroup; read-iops=N, read-bps=SIZE throttle reads from the scratch directory's disk (a blkio/io cgroup limit); network=host only",
-	Extra: blockdev.ThrottleKeys,
-	New:   New,
-	Cost:  platform.Cost{Instance: 50 * time.Millisecond},
+	Name: "native",
+	// the instance is the host itself
+	IsHost: true,
+	Help:   "processes on the host (the baseline); cpus/memory via a cgroup; read-iops=N, read-bps=SIZE throttle reads from the scratch directory's disk (a blkio/io cgroup limit); network=host only",
+	Extra:  blockdev.ThrottleKeys,
+	New:    New,
+	Cost:   platform.Cost{Instance: 50 * time.Millisecond},
 }
 
 // Platform is the native platform.
