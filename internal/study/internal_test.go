@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/isobench/isobench/internal/builtin"
+	"github.com/isobench/isobench/internal/image"
+	"github.com/isobench/isobench/internal/workload"
 )
 
 // TestPlanRefusesInternalWorkloads: a study file naming a hidden half
@@ -26,5 +28,39 @@ func TestPlanRefusesInternalWorkloads(t *testing.T) {
 	}
 	if strings.Join(p.Available, ",") != "cpu:threads=2" {
 		t.Errorf("available %q, want the user-facing workload only", p.Available)
+	}
+}
+
+// TestRefusesByTheWorkloadsImage: a system container refuses a workload
+// by the image the workload declares it runs (workload.Needs.Image), not
+// by its name.
+func TestRefusesByTheWorkloadsImage(t *testing.T) {
+	own := workload.Def{Name: "anything", Needs: workload.Needs{Image: image.Spark}}
+	if why, no := refuses("lxc:cpus=2,init=system", own); !no || !strings.Contains(why, "cannot boot the spark image anything uses") {
+		t.Errorf("spark image on a system container: %q %v", why, no)
+	}
+	for _, c := range []struct {
+		pl  string
+		def workload.Def
+	}{
+		{"lxc:cpus=2", own}, // an application container boots anything
+		{"lxd:init=system", workload.Def{Name: "x", Needs: workload.Needs{Image: image.Debian}}}, // systemd is there
+		{"lxc:init=system", workload.Def{Name: "spark"}},                                         // the run's image: the name alone says nothing
+	} {
+		if why, no := refuses(c.pl, c.def); no {
+			t.Errorf("%s %s refused: %s", c.pl, c.def.Name, why)
+		}
+	}
+}
+
+// TestSparkWorkloadsDeclareTheirImage: the workloads that run their
+// instances from the spark image say so.
+func TestSparkWorkloadsDeclareTheirImage(t *testing.T) {
+	reg := builtin.Workloads()
+	for _, n := range []string{"spark", "spark-cluster", "mapreduce"} {
+		d, err := reg.Lookup(n)
+		if err != nil || d.Needs.Image != image.Spark {
+			t.Errorf("%s: Needs.Image %q (%v), want %s", n, d.Needs.Image, err, image.Spark)
+		}
 	}
 }

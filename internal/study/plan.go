@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/workload"
@@ -28,6 +29,7 @@ type Job struct {
 	// Fixed says the repetition does fixed work (more instances than
 	// cores take longer; workload.Def.FixedWork).
 	Fixed bool
+	def   workload.Def
 }
 
 // Plan is what a study will run: jobs × instance counts × platforms ×
@@ -46,20 +48,18 @@ type Plan struct {
 	Accel map[string]string
 }
 
-// ownImage are the workloads that choose an image with no init system
-// for their instances (spark's): a system container (init=system) refuses
-// them at once, so their cells there cost nothing and give nothing.
-var ownImage = map[string]string{"spark": "spark", "spark-cluster": "spark", "mapreduce": "spark"}
-
-// refuses reports whether platform label pl refuses workload name at
-// once, and why.
-func refuses(pl, name string) (string, bool) {
+// refuses reports whether platform label pl refuses workload def at
+// once, and why: a system container (init=system) cannot boot an image
+// without an init system, such as the one a workload picks for itself
+// (workload.Needs.Image: spark's), so those cells cost nothing and give
+// nothing.
+func refuses(pl string, def workload.Def) (string, bool) {
 	_, opts, _ := strings.Cut(pl, ":")
-	img, ok := ownImage[name]
-	if !ok || !slices.Contains(strings.Split(opts, ","), "init=system") {
+	img := def.Needs.Image
+	if img == "" || image.HasInit(img) || !slices.Contains(strings.Split(opts, ","), "init=system") {
 		return "", false
 	}
-	return fmt.Sprintf("a system container (init=system) cannot boot the %s image %s uses (it has no init system): those cells fail at once", img, name), true
+	return fmt.Sprintf("a system container (init=system) cannot boot the %s image %s uses (it has no init system): those cells fail at once", img, def.Name), true
 }
 
 // cores the estimate assumes fixed work is spread over.
@@ -110,7 +110,7 @@ func NewPlan(f File, reg workload.Registry, plats platform.Registry) (Plan, erro
 			if err != nil {
 				return Plan{}, err
 			}
-			p.Jobs = append(p.Jobs, Job{Spec: w, Workload: sp.Name, Params: params, Label: reg.Label(sp.Name, params.String()), Sweep: v.Sweep, PerRep: def.EstimateOf(params),
+			p.Jobs = append(p.Jobs, Job{Spec: w, Workload: sp.Name, def: def, Params: params, Label: reg.Label(sp.Name, params.String()), Sweep: v.Sweep, PerRep: def.EstimateOf(params),
 				Fixed: def.FixedWork != nil && def.FixedWork(params)})
 		}
 	}
@@ -124,7 +124,7 @@ func NewPlan(f File, reg workload.Registry, plats platform.Registry) (Plan, erro
 				work = time.Duration(float64(work) * float64(n) / cores)
 			}
 			for _, pl := range f.Platforms {
-				if _, no := refuses(pl, j.Workload); no {
+				if _, no := refuses(pl, j.def); no {
 					continue
 				}
 				name, opts, _ := strings.Cut(pl, ":")
@@ -207,7 +207,7 @@ func (p Plan) Print(w io.Writer) {
 	said := map[string]bool{}
 	for _, j := range p.Jobs {
 		for _, l := range f.Platforms {
-			if why, no := refuses(l, j.Workload); no && !said[l+j.Workload] {
+			if why, no := refuses(l, j.def); no && !said[l+j.Workload] {
 				said[l+j.Workload] = true
 				fmt.Fprintf(w, "%s: %s\n", l, why)
 			}

@@ -171,6 +171,11 @@ type Needs struct {
 	// and warns of those missing. Every workload that needs Servers or
 	// runs an external tool declares it.
 	HostTools func(p Params, native bool) []Tool
+	// Image is the image profile the workload runs its instances from,
+	// whatever the run's --image (spark's: a JVM and Spark); "" for the
+	// run's own. A platform that cannot boot that image (a system
+	// container needs an init system) refuses the workload's cells.
+	Image string
 }
 
 // Tool is something a workload needs on the host (Needs.HostTools): an

@@ -71,7 +71,7 @@ var Def = workload.Def{
 	Name: Name,
 	// Maven (a Java program) fetches Hadoop's jars on the host, whatever
 	// the platform; native runs the job with the host's java too
-	Needs: workload.Needs{HostTools: func(workload.Params, bool) []workload.Tool {
+	Needs: workload.Needs{Image: image.Spark, HostTools: func(workload.Params, bool) []workload.Tool {
 		return []workload.Tool{workload.Need("java", "default-jre-headless"), workload.Need("mvn", "maven")}
 	}},
 	Help:   "Hadoop " + hadoop.Version + " MapReduce (study 003, figure 9: HiBench's wordcount and terasort) in local mode in every instance: a JVM (the spark image's Java 17; natively the host's) and Hadoop's jars from Maven (fetched once into the local Maven repository, copied in untimed), input generated in the instance (terasort: by TeraGen), output verified; job_duration from the job's own log",

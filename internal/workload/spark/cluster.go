@@ -75,7 +75,7 @@ var clusterParams = append(clusterOf(Def.Params),
 // cluster+1 instances (the master and the driver in the first, a worker in
 // each other) running one job, as study 003 spreads HiBench over 8 nodes.
 var ClusterDef = workload.Def{
-	Needs: workload.Needs{Network: true},
+	Needs: workload.Needs{Network: true, Image: image.Spark},
 	Name:  ClusterName,
 	Estimate: func(p workload.Params) time.Duration {
 		// the master, workers and driver start, each worker's instance

@@ -65,7 +65,7 @@ func hostTools(_ workload.Params, native bool) []workload.Tool {
 // Def is the spark workload.
 var Def = workload.Def{
 	Name:  "spark",
-	Needs: workload.Needs{HostTools: hostTools},
+	Needs: workload.Needs{HostTools: hostTools, Image: image.Spark},
 	Estimate: func(p workload.Params) time.Duration {
 		// JVM start and the job over its input at ~20 MB/s on 2 cores
 		return workload.Seconds(15 + float64(p.Size("size"))/20e6)
