@@ -286,8 +286,8 @@ hosts:
 	for _, h := range sr.hosts {
 		for _, t := range h.targets {
 			if pr, ok := t.Platform.(platform.Preparer); ok {
-				if err := pr.Prepare(ctx, plan.Image); err != nil {
-					return nil, fmt.Errorf("%s: preparing image %s: %w", t.Label, plan.Image, err)
+				if err := pr.Prepare(ctx, cmp.Or(t.Image, plan.Image)); err != nil {
+					return nil, fmt.Errorf("%s: preparing image %s: %w", t.Label, cmp.Or(t.Image, plan.Image), err)
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -225,8 +226,8 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	}
 	for _, t := range plan.Targets {
 		if pr, ok := t.Platform.(platform.Preparer); ok {
-			if err := pr.Prepare(ctx, plan.Image); err != nil {
-				return fmt.Errorf("%s: preparing image %s: %w", t.Label, plan.Image, err)
+			if err := pr.Prepare(ctx, cmp.Or(t.Image, plan.Image)); err != nil {
+				return fmt.Errorf("%s: preparing image %s: %w", t.Label, cmp.Or(t.Image, plan.Image), err)
 			}
 		}
 	}
@@ -373,6 +374,7 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	if len(study.Instances) == 0 {
 		study.Instances = []int{1}
 	}
+	explicitImage := study.Image != "" // given by --image or the study file
 	if study.Image == "" {
 		study.Image = "minimal"
 	}
@@ -428,7 +430,16 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 		}
 		labels[label] = true
 		targets = append(targets, target{f, o})
-		plan.Targets = append(plan.Targets, runner.Target{Label: label, Name: o.Name, Options: o.Canonical(), Base: o.Base, Host: f.IsHost})
+		img := ""
+		if f.Image != nil {
+			if img = f.Image(o); img == study.Image {
+				img = ""
+			}
+		}
+		if img != "" && explicitImage {
+			return runner.Plan{}, nil, usage("%s boots an init system, which the %s image has not: it needs --image %s (leave --image out and it gets that image by itself)", label, study.Image, img)
+		}
+		plan.Targets = append(plan.Targets, runner.Target{Label: label, Name: o.Name, Options: o.Canonical(), Base: o.Base, Host: f.IsHost, Image: img})
 		if hostLabel == "" && f.IsHost && o.Canonical() == "" {
 			hostLabel = label // the host itself, as it is: the natural baseline
 		}

@@ -109,8 +109,8 @@ func preflight(plan runner.Plan) ([]cannotRun, error) {
 			switch {
 			case job.Def.Needs.Network && t.Base.Network == platform.NetNone && !bothOnHost(params):
 				c.Why = "the instance has no network (network=none); leave network out (bridge by default) or give network=bridge"
-			case job.Def.Needs.Servers && service.ImageFor(plan.Image) != service.Image:
-				c.Why = fmt.Sprintf("the %s image has no server for it; give --image debian (or leave --image out: the service workloads then choose it)", plan.Image)
+			case job.Def.Needs.Servers && service.ImageFor(cmp.Or(t.Image, plan.Image)) != service.Image:
+				c.Why = fmt.Sprintf("the %s image has no server for it; give --image debian (or leave --image out: the service workloads then choose it)", cmp.Or(t.Image, plan.Image))
 			default:
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"maps"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -400,5 +401,36 @@ func TestHostTrait(t *testing.T) {
 	}
 	if len(cannot) != 1 || cannot[0].Target != "runc" {
 		t.Errorf("cannot run %v, want runc alone", cannot)
+	}
+}
+
+// TestPlatformImage (issue 27, defect 15): a platform that boots an init
+// system (lxc:init=system, lxd:init=system, nspawn:boot=true) gets the
+// image it needs when the run names none, beside platforms on the run's
+// own image; a run whose --image cannot boot it is refused before
+// anything starts, in one line.
+func TestPlatformImage(t *testing.T) {
+	st, _, _ := newTestState(t)
+	study := Study{Platforms: []string{"native", "lxc:init=system", "nspawn:boot=true", "lxc"}, Workloads: []string{"cpu"}}
+	plan, _, err := st.plan(&study)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tg := range plan.Targets {
+		got[tg.Label] = tg.Image
+	}
+	want := map[string]string{"native": "", "lxc:init=system": "debian", "nspawn:boot=true": "debian", "lxc": ""}
+	if !maps.Equal(got, want) || plan.Image != "minimal" {
+		t.Fatalf("images %v (plan %s), want %v (plan minimal)", got, plan.Image, want)
+	}
+	study = Study{Platforms: []string{"lxc:init=system"}, Workloads: []string{"cpu"}, Image: "debian"}
+	if plan, _, err = st.plan(&study); err != nil || plan.Targets[0].Image != "" {
+		t.Fatalf("--image debian: %v, target image %q", err, plan.Targets[0].Image)
+	}
+	study = Study{Platforms: []string{"lxd:init=system"}, Workloads: []string{"cpu"}, Image: "minimal"}
+	_, _, err = st.plan(&study)
+	if err == nil || !strings.Contains(err.Error(), "lxd:init=system boots an init system, which the minimal image has not: it needs --image debian") {
+		t.Fatalf("--image minimal with a system container: %v", err)
 	}
 }

@@ -38,10 +38,6 @@ const (
 // Profiles lists every image profile, in the order help shows them.
 func Profiles() []string { return []string{Minimal, Tools, Debian, DebianDocker, Spark} }
 
-// HasInit says whether profile p's images carry an init system (systemd),
-// which a system container (lxc or lxd init=system) boots at PID 1.
-func HasInit(p string) bool { return p == Debian }
-
 // CheckProfile says whether p names a profile, before anything is built.
 func CheckProfile(p string) error {
 	for _, k := range Profiles() {

@@ -48,6 +48,12 @@ type Factory struct {
 	// creates. nil: package cleanup finds what the platform leaves by
 	// itself (see its doc).
 	Sweep func(ctx context.Context, env SweepEnv) ([]Leftover, error)
+	// Image, when set, is the image profile the platform's instances
+	// need with options o ("" when the run's will do): a system container
+	// boots an init system, which only some images have. A run without
+	// --image gives the platform that image; a run whose --image differs
+	// is refused before anything starts.
+	Image func(o Options) string
 }
 
 // Cost is a platform's rough time costs, for estimates only (nothing is

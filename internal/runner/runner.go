@@ -7,6 +7,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,9 @@ type Target struct {
 	Options  string // canonical options, e.g. "network=host"
 	Platform platform.Platform
 	Base     platform.Spec
+	// Image is the image profile this target's instances need
+	// (platform.Factory.Image), "" for the plan's.
+	Image string
 	// Host: the platform's instances are the host itself
 	// (platform.Factory.IsHost), with its network and servers.
 	Host bool
@@ -503,7 +507,7 @@ func (r *Runner) repOn(ctx context.Context, p Plan, t Target, job Job, n, rep in
 	ctx, cancel := context.WithTimeoutCause(ctx, bound, &BoundError{What: fmt.Sprintf("the repetition (the workload's timeout of %v and %v to create and remove instances)", timeout, r.InstanceTimeout), Bound: bound})
 	defer cancel()
 	base := t.Base
-	base.Image = p.Image
+	base.Image = cmp.Or(t.Image, p.Image)
 	base.Labels = map[string]string{platform.Label: "1"}
 	if r.Token != "" {
 		base.Labels[RunLabel] = r.Token

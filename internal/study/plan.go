@@ -56,7 +56,7 @@ type Plan struct {
 func refuses(pl string, def workload.Def) (string, bool) {
 	_, opts, _ := strings.Cut(pl, ":")
 	img := def.Needs.Image
-	if img == "" || image.HasInit(img) || !slices.Contains(strings.Split(opts, ","), "init=system") {
+	if img == "" || image.CheckBootable(img) == nil || !slices.Contains(strings.Split(opts, ","), "init=system") {
 		return "", false
 	}
 	return fmt.Sprintf("a system container (init=system) cannot boot the %s image %s uses (it has no init system): those cells fail at once", img, def.Name), true

@@ -64,6 +64,7 @@ import (
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/confine"
 	"github.com/isobench/isobench/internal/hostnet"
+	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
 )
@@ -85,6 +86,12 @@ var Factory = platform.Factory{
 	Extra: []string{"init"},
 	New:   New,
 	Cost:  platform.Cost{Instance: 600 * time.Millisecond},
+	Image: func(o platform.Options) string {
+		if sys, _ := parseInit(o.Extra["init"]); sys {
+			return image.Debian // systemd to boot
+		}
+		return ""
+	},
 }
 
 // Platform runs LXC containers under StateDir/lxc.

@@ -67,6 +67,12 @@ var Factory = platform.Factory{
 		return New(ctx, o, env)
 	},
 	Cost: platform.Cost{Instance: 2 * time.Second},
+	Image: func(o platform.Options) string {
+		if sys, _ := parseInit(o.Extra["init"]); sys {
+			return image.Debian // systemd to boot
+		}
+		return ""
+	},
 }
 
 // Code is the letter LXD instances carry after local.Prefix in their names

@@ -52,6 +52,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/confine"
+	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
 )
@@ -67,6 +68,12 @@ var Factory = platform.Factory{
 	Extra: []string{"boot"},
 	New:   New,
 	Cost:  platform.Cost{Instance: 700 * time.Millisecond},
+	Image: func(o platform.Options) string {
+		if boot, _ := parseBoot(o.Extra["boot"]); boot {
+			return image.Debian // systemd to boot
+		}
+		return ""
+	},
 }
 
 // Platform runs systemd-nspawn containers.
