@@ -140,7 +140,7 @@ func studyFile(id, scale, tools string) (study.File, []string, error) {
 	if err != nil {
 		return study.File{}, nil, usage("%v", err)
 	}
-	h, notes, err := g.WithTools(tools, study.HostHas)
+	h, notes, err := g.WithTools(tools, hostHas)
 	if err != nil {
 		return study.File{}, nil, usage("%v", err)
 	}
