@@ -46,6 +46,10 @@ type Plan struct {
 	// guests: "kvm", "tcg: WHY", or "" when the run's KVM probe will
 	// decide (a dry run).
 	Accel map[string]string
+	// Images are, per platform label, the image profile its instances
+	// run when it is not the file's (platform.Factory.Image: a system
+	// container boots the debian image's systemd).
+	Images map[string]string
 }
 
 // refuses reports whether platform label pl refuses workload def at
@@ -143,6 +147,14 @@ func NewPlan(f File, reg workload.Registry, plats platform.Registry) (Plan, erro
 	for _, pl := range f.Platforms {
 		name, _, _ := strings.Cut(pl, ":")
 		p.Estimate += plats.Cost(name).Once
+		if fac, o, err := plats.Parse(pl); err == nil && fac.Image != nil {
+			if img := fac.Image(o); img != "" && img != cmp.Or(f.Image, image.Minimal) {
+				if p.Images == nil {
+					p.Images = map[string]string{}
+				}
+				p.Images[pl] = img
+			}
+		}
 	}
 	if f.Study != nil {
 		for _, e := range f.Study.Experiments {
@@ -172,6 +184,11 @@ func (p Plan) Print(w io.Writer) {
 	fmt.Fprintf(w, "platforms: %s   instances: %s   baseline: %s\n", strings.Join(f.Platforms, ", "), joinInts(inst), orDash(f.Baseline))
 	if m := f.Study; m != nil && m.PaperBaseline != "" {
 		fmt.Fprintf(w, "  the paper's baseline: %s\n", m.PaperBaseline)
+	}
+	for _, pl := range f.Platforms {
+		if img, ok := p.Images[pl]; ok {
+			fmt.Fprintf(w, "  %s runs the %s image (it boots an init system), the others %s\n", pl, img, cmp.Or(f.Image, image.Minimal))
+		}
 	}
 	reps := "repetitions"
 	if p.Reps == 1 {
