@@ -383,42 +383,14 @@ func (w *world) mentioning(s string) (all, roots []*proc) {
 // orphan reports whether p's creator died: it was reparented to init.
 func orphan(p *proc) bool { return p.ppid == 1 }
 
-// killTree kills pid's descendants, then pid, by pid (never by name).
+// killTree kills pid's descendants, then pid (runrec.KillTree).
 func (w *world) killTree(pid int) error {
-	var kids []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		c := queue[0]
-		queue = queue[1:]
-		for _, p := range w.procs {
-			if p.ppid == c {
-				kids = append(kids, p.pid)
-				queue = append(queue, p.pid)
-			}
-		}
+	parent := make(map[int]int, len(w.procs))
+	for _, p := range w.procs {
+		parent[p.pid] = p.ppid
 	}
-	for i := len(kids) - 1; i >= 0; i-- {
-		syscall.Kill(kids[i], syscall.SIGKILL)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill %d: %w", pid, err)
-	}
-	// SIGKILL is delivered when the process next runs: wait for it to be
-	// gone (or a zombie) before the mounts and directories it may hold are
-	// removed, and before saying it was removed.
-	deadline := time.Now().Add(killWait)
-	for runrec.Alive(pid, 0) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("kill %d: still running %v after SIGKILL", pid, killWait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return nil
+	return runrec.KillTree(pid, parent)
 }
-
-// killWait bounds the wait for a killed process to die (one in
-// uninterruptible sleep on a hung mount can take long).
-const killWait = 10 * time.Second
 
 func (w *world) leaseOf(owner string) (hostnet.LeaseInfo, bool) {
 	for _, l := range w.leases {

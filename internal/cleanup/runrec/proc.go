@@ -7,6 +7,8 @@ package runrec
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -80,4 +82,43 @@ func StartedAt(pid int) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// KillWait bounds the wait for a killed process to die (one in
+// uninterruptible sleep on a hung mount can take long).
+const KillWait = 10 * time.Second
+
+// KillTree kills pid's descendants, deepest first, then pid, by pid (never
+// by name); parent maps each process of the host to its parent. SIGKILL
+// is delivered when a process next runs, so it then waits, at most
+// KillWait, until pid is gone (or a zombie): what it holds (mounts, open
+// files) must be released before those are removed and before it is said
+// to be removed.
+func KillTree(pid int, parent map[int]int) error {
+	children := map[int][]int{}
+	for p, pp := range parent {
+		children[pp] = append(children[pp], p)
+	}
+	var kids []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		kids = append(kids, children[c]...)
+		queue = append(queue, children[c]...)
+	}
+	for i := len(kids) - 1; i >= 0; i-- {
+		syscall.Kill(kids[i], syscall.SIGKILL)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill %d: %w", pid, err)
+	}
+	deadline := time.Now().Add(KillWait)
+	for Alive(pid, 0) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill %d: still running %v after SIGKILL", pid, KillWait)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
 }

@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/cleanup/runrec"
@@ -248,37 +246,11 @@ func rootsMentioning(procs []hostProc, s string) []hostProc {
 	return roots
 }
 
-// killWait bounds the wait for a killed process to die.
-const killWait = 10 * time.Second
-
-// killTree kills pid's descendants, then pid, by pid, and waits until pid
-// is gone (before the files it holds are removed).
+// killTree kills pid's descendants, then pid (runrec.KillTree).
 func killTree(pid int) error {
-	procs := hostProcs()
-	var kids []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		c := queue[0]
-		queue = queue[1:]
-		for _, p := range procs {
-			if p.ppid == c {
-				kids = append(kids, p.pid)
-				queue = append(queue, p.pid)
-			}
-		}
+	parent := map[int]int{}
+	for _, p := range hostProcs() {
+		parent[p.pid] = p.ppid
 	}
-	for i := len(kids) - 1; i >= 0; i-- {
-		syscall.Kill(kids[i], syscall.SIGKILL)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill %d: %w", pid, err)
-	}
-	deadline := time.Now().Add(killWait)
-	for runrec.Alive(pid, 0) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("kill %d: still running %v after SIGKILL", pid, killWait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return nil
+	return runrec.KillTree(pid, parent)
 }
