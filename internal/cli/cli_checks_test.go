@@ -20,7 +20,7 @@ import (
 // with exit 0).
 func TestReportBaselineNotInRun(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "aa.db")
-	aaStore(t, db, 1) // native and native:cpus=2, one instance each
+	aaStore(t, db, 1, 10) // native and native:cpus=2, one instance each
 	for bl, want := range map[string]string{
 		"qemu":     "--baseline qemu: run 1 has no platform qemu (its platforms: native, native:cpus=2)",
 		"native@3": "--baseline native@3: run 1 has no cell of 3 instances (its instance counts: 1)",
@@ -100,7 +100,7 @@ func TestDoctorMultiLineDetail(t *testing.T) {
 func TestReportStudySaysWhereItWrote(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "aa.db")
-	aaStore(t, db, 1)
+	aaStore(t, db, 1, 10)
 	t.Chdir(dir)
 	out := "report.html"
 	st, stdout, errb := newTestState(t)

@@ -16,8 +16,8 @@ import (
 )
 
 // aaStore writes an A/A run: native against native:cpus=2 (the same
-// platform) over 20 cpu cells of 10 repetitions with 2% noise.
-func aaStore(t *testing.T, path string, seed int64) {
+// platform) over 20 cpu cells of reps repetitions with 2% noise.
+func aaStore(t *testing.T, path string, seed int64, reps int) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := store.Open(ctx, path)
@@ -32,7 +32,7 @@ func aaStore(t *testing.T, path string, seed int64) {
 	r := rand.New(rand.NewSource(seed))
 	var in []sample.Sample
 	for cell := range 20 {
-		for rep := range 10 {
+		for rep := range reps {
 			for _, o := range []string{"", "cpus=2"} {
 				in = append(in, sample.Sample{RunID: id, Platform: "native", Options: o, Workload: "cpu", Params: fmt.Sprintf("max-prime=%d", 10000+cell),
 					Instances: 1, Instance: sample.AggregateInstance, Rep: rep, Metric: "events_per_sec", Unit: "events/s", Better: sample.Higher,
@@ -75,7 +75,7 @@ func TestReportFamilywise(t *testing.T) {
 	checked, perAll, fwAll := 0, 0, 0
 	for seed := int64(1); seed <= 12; seed++ {
 		db := filepath.Join(t.TempDir(), "aa.db")
-		aaStore(t, db, seed)
+		aaStore(t, db, seed, 10)
 		st, out, errb := newTestState(t)
 		if code := Main(context.Background(), st, []string{"report", "--db", db, "--format", "jsonl"}); code != 0 {
 			t.Fatalf("report: exit %d: %s", code, errb.String())
@@ -101,5 +101,26 @@ func TestReportFamilywise(t *testing.T) {
 	}
 	if 3*fwAll > perAll {
 		t.Errorf("family-wise intervals called %d false differences, per-cell ones %d: not a third", fwAll, perAll)
+	}
+}
+
+// With 5 repetitions no interval can hold a family-wise level over 20
+// cells: report --familywise says so and how many are needed.
+func TestReportFamilywiseTooFewReps(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "aa.db")
+	aaStore(t, db, 1, 5)
+	st, _, errb := newTestState(t)
+	if code := Main(context.Background(), st, []string{"report", "--db", db, "--format", "jsonl", "--familywise"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "warning: 20 of the compared cells have fewer than the 10 repetitions family-wise intervals need here") {
+		t.Errorf("no warning: %q", errb.String())
+	}
+	db = filepath.Join(t.TempDir(), "aa10.db")
+	aaStore(t, db, 1, 10)
+	st, _, errb = newTestState(t)
+	Main(context.Background(), st, []string{"report", "--db", db, "--format", "jsonl", "--familywise"})
+	if strings.Contains(errb.String(), "warning") {
+		t.Errorf("a warning at 10 repetitions: %q", errb.String())
 	}
 }

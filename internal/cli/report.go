@@ -115,6 +115,11 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 		}
 	}
 	cells := report.Cells(samples, opts)
+	if *familywise {
+		if need, few := familywiseShort(cells); few > 0 {
+			fmt.Fprintf(st.Stderr, "warning: %d of the compared cells have fewer than the %d repetitions family-wise intervals need here: when all of a cell's repetitions fall on one side, its interval cannot reach 1 however wide it is asked to be (a chance of 2^(1-n) for a cell that did not change); raise --reps to %d\n", few, need, need)
+		}
+	}
 	report.MarkEmulated(cells, chosen.Fingerprint) // a VM platform under TCG: the table, the findings and the page say so
 	doc := report.Doc{Run: chosen.ID, Status: chosen.Status, Fingerprint: chosen.Fingerprint, Cells: cells}
 	if *studyArg != "" && *format == "html" {
@@ -287,3 +292,22 @@ func cmdCompare(ctx context.Context, st *State, args []string) error {
 
 // errRegression is a failed --fail-if-slower gate (exit ExitRegression).
 var errRegression = errors.New("regression")
+
+// familywiseShort is how many repetitions family-wise intervals over the
+// compared cells need (report.FamilywiseMinReps), and how many compared
+// cells have fewer.
+func familywiseShort(cells []report.Cell) (need, few int) {
+	var compared []report.Cell
+	for _, c := range cells {
+		if c.RatioValid && c.Verdict != "" && c.Verdict != "baseline" && c.Verdict != report.VerdictNoPhaseVerdict {
+			compared = append(compared, c)
+		}
+	}
+	need = report.FamilywiseMinReps(len(compared), 0)
+	for _, c := range compared {
+		if c.N < need {
+			few++
+		}
+	}
+	return need, few
+}

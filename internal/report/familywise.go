@@ -67,3 +67,21 @@ func Familywise(samples []sample.Sample, o Options) (Options, int) {
 	}
 	return o, k
 }
+
+// FamilywiseMinReps is the fewest repetitions per cell with which
+// family-wise intervals over k cells can hold their level: the bootstrap
+// interval of a median never reaches past the repetitions' own ratios, so
+// when all n fall on one side of 1, which happens to a cell that did not
+// change with probability 2^(1−n), the cell is called different however
+// wide the interval is asked to be. Over k cells at 1 − confidence (5%)
+// that chance must stay below (1 − confidence) / k: n ≥ 1 + log2(k /
+// (1 − confidence)), 10 for 20 cells.
+func FamilywiseMinReps(k int, confidence float64) int {
+	if !(confidence > 0 && confidence < 1) {
+		confidence = stats.DefaultConfidence
+	}
+	if k < 1 {
+		k = 1
+	}
+	return int(math.Ceil(1 + math.Log2(float64(k)/(1-confidence))))
+}

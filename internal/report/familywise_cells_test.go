@@ -69,3 +69,13 @@ func TestFamilywiseAA(t *testing.T) {
 		t.Errorf("one cell: k=%d confidence %v", k, o.Stats.Confidence)
 	}
 }
+
+// TestFamilywiseMinReps: 20 cells at 95% need 10 repetitions (2^(1-9) =
+// 0.0039 > 0.05/20 = 0.0025 >= 2^(1-10)); one cell needs 6.
+func TestFamilywiseMinReps(t *testing.T) {
+	for _, c := range []struct{ k, want int }{{20, 10}, {1, 6}, {100, 12}} {
+		if got := FamilywiseMinReps(c.k, 0.95); got != c.want {
+			t.Errorf("%d cells: %d repetitions, want %d", c.k, got, c.want)
+		}
+	}
+}
