@@ -279,13 +279,21 @@ func (s *Session) ctxErr(ctx context.Context) error {
 
 func (s *Session) wrap(err error) error {
 	if msg := strings.TrimSpace(s.stderr.String()); msg != "" {
-		return fmt.Errorf("%w: %s", err, lastLine(msg))
+		return fmt.Errorf("%w: %s", err, failureLine(msg))
 	}
 	return err
 }
 
-func lastLine(s string) string {
+// failureLine is what stderr says of a failure: the Go runtime's own line
+// when the agent crashed ("fatal error: runtime: out of memory", "panic:
+// ..."), not the last frame of its stack trace; else the last line.
+func failureLine(s string) string {
 	lines := strings.Split(s, "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "fatal error: ") || strings.HasPrefix(l, "panic: ") {
+			return l
+		}
+	}
 	return lines[len(lines)-1]
 }
 

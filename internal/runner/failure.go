@@ -95,7 +95,11 @@ type OOMError struct {
 	// Inferred is set when no platform confirmed the OOM kill: the agent
 	// was killed (status 137) under a memory limit.
 	Inferred bool
-	Err      error // what the instances reported
+	// Runtime is set when the agent's Go runtime could not get memory
+	// ("fatal error: runtime: out of memory"): a VM's kernel refusing the
+	// allocation before its OOM killer has anything to kill.
+	Runtime bool
+	Err     error // what the instances reported
 }
 
 func (e *OOMError) Error() string {
@@ -105,6 +109,9 @@ func (e *OOMError) Error() string {
 	}
 	if e.Inferred {
 		limit += "; the agent was killed with status 137"
+	}
+	if e.Runtime {
+		limit += "; the agent's Go runtime could not allocate: fatal error: runtime: out of memory"
 	}
 	who := "instance " + e.Instances[0]
 	if len(e.Instances) > 1 {
@@ -194,6 +201,16 @@ func explainOOM(ctx context.Context, insts []platform.Instance, limit int64, err
 	}
 	if len(killed) > 0 {
 		return &OOMError{Instances: killed, Limit: limit, Err: err}
+	}
+	// the agent's Go runtime failed to allocate: out of memory, whatever
+	// the platform saw (a guest kernel may refuse the memory outright)
+	for _, ie := range instanceErrors(err) {
+		if strings.Contains(ie.Err.Error(), "fatal error: runtime: out of memory") && ie.Index < len(insts) && insts[ie.Index] != nil {
+			killed = append(killed, fmt.Sprintf("%d (%s)", ie.Index, shortID(insts[ie.Index].ID())))
+		}
+	}
+	if len(killed) > 0 {
+		return &OOMError{Instances: killed, Limit: limit, Runtime: true, Err: err}
 	}
 	if confirmed || limit == 0 {
 		return err

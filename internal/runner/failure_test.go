@@ -322,3 +322,25 @@ func TestStatus137UnderALimitIsOutOfMemory(t *testing.T) {
 		t.Fatalf("no limit: %v", err)
 	}
 }
+
+// An agent whose Go runtime could not allocate (a VM's kernel refusing
+// the memory before its OOM killer acts) is out of memory too, not an
+// error: the failure is recorded with class oom, no number.
+func TestRuntimeOutOfMemoryIsOutOfMemory(t *testing.T) {
+	probe := &barrierProbe{}
+	reg, a, _ := setup(t, probe.def())
+	a.ExecErr = func(name string) error {
+		return fmt.Errorf("%w: fatal error: runtime: out of memory", &platform.ExitError{Code: 2, Argv: []string{"{agent}", "agent", "run"}})
+	}
+	limited := runner.Target{Label: "a:memory=192m", Name: "a", Options: "memory=192m", Platform: a, Base: platform.Spec{Memory: 192 << 20}}
+	r := &runner.Runner{Sink: &memSink{}, RunID: 1}
+	plan := runner.Plan{Targets: []runner.Target{limited}, Jobs: []runner.Job{job(t, reg, "probe", nil)}, Instances: []int{1}, Reps: 1}
+	err := r.Run(context.Background(), plan)
+	var oom *runner.OOMError
+	if !errors.As(err, &oom) || !oom.Runtime {
+		t.Fatalf("want an OOM from the agent's runtime, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "out of memory (limit 192m; the agent's Go runtime could not allocate") {
+		t.Fatalf("message: %v", err)
+	}
+}
