@@ -1,6 +1,9 @@
 package agenthost
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestFailureLine: a crashed agent's error says what the Go runtime said,
 // not the last frame of its stack trace; other stderr gives its last line.
@@ -14,5 +17,23 @@ func TestFailureLine(t *testing.T) {
 		if got := failureLine(in); got != want {
 			t.Errorf("failureLine(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestLimitedBufferKeepsTheStart: a crash's stack trace longer than the
+// buffer still leaves its first line, the runtime's, for failureLine.
+func TestLimitedBufferKeepsTheStart(t *testing.T) {
+	b := &limitedBuffer{max: 64}
+	b.Write([]byte("fatal error: runtime: out of memory\n\nruntime stack:\n"))
+	for i := 0; i < 100; i++ {
+		b.Write([]byte("\tgithub.com/isobench/isobench/internal/agent/heartbeat.go:17 +0x10d\n"))
+	}
+	if got := failureLine(strings.TrimSpace(b.String())); got != "fatal error: runtime: out of memory" {
+		t.Errorf("failureLine = %q", got)
+	}
+	small := &limitedBuffer{max: 64}
+	small.Write([]byte("one\ntwo"))
+	if small.String() != "one\ntwo" {
+		t.Errorf("short stderr: %q", small.String())
 	}
 }

@@ -398,14 +398,23 @@ func (s *Session) Result(ctx context.Context) ([]sample.Metric, map[string]strin
 func (s *Session) Abort() { s.stdin.CloseWithError(errors.New("aborted")) }
 
 type limitedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
+	mu   sync.Mutex
+	head []byte // the first headMax bytes: where a Go runtime's fatal error is
+	buf  []byte // the last max bytes
+	max  int
+	n    int // bytes written
 }
+
+// headMax is how much of the start a limitedBuffer keeps beside its tail.
+const headMax = 1 << 10
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.head) < headMax {
+		b.head = append(b.head, p[:min(len(p), headMax-len(b.head))]...)
+	}
+	b.n += len(p)
 	b.buf = append(b.buf, p...)
 	if len(b.buf) > b.max {
 		b.buf = b.buf[len(b.buf)-b.max:]
@@ -413,8 +422,13 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String is everything written, or, when that was more than the buffer
+// keeps, its start and its end.
 func (b *limitedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return string(b.buf)
+	if b.n <= len(b.buf) {
+		return string(b.buf)
+	}
+	return string(b.head) + "\n…\n" + string(b.buf)
 }
