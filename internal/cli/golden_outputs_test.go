@@ -18,6 +18,7 @@ var goldenPlain = map[string][]string{
 	"study-fidelity.txt":       {"study", "fidelity"},
 	"plan-study-004.txt":       {"study", "run", "004", "--dry-run"},
 	"plan-study-002-quick.txt": {"study", "run", "002", "--scale", "quick", "--dry-run"},
+	"plan-run-alone.txt":       {"run", "--platform", "docker", "--workload", "cpu", "--dry-run"},
 	"plan-run.txt": {"run", "--platform", "native", "--platform", "docker:cpus=1", "--platform", "lxc:init=system",
 		"--workload", "cpu:threads=1|2", "--workload", "startup", "--instances", "1,4", "--reps", "5", "--warmup", "1", "--dry-run"},
 }

@@ -182,6 +182,9 @@ func (p Plan) Print(w io.Writer) {
 		inst = []int{1}
 	}
 	fmt.Fprintf(w, "platforms: %s   instances: %s   baseline: %s\n", strings.Join(f.Platforms, ", "), joinInts(inst), orDash(f.Baseline))
+	if f.Baseline == "" {
+		fmt.Fprintln(w, "  no baseline: each platform is reported alone, with no ratio and no verdict; give another platform (--platform native) to compare against")
+	}
 	if m := f.Study; m != nil && m.PaperBaseline != "" {
 		fmt.Fprintf(w, "  the paper's baseline: %s\n", m.PaperBaseline)
 	}
