@@ -3,11 +3,11 @@ package docker
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/conformance"
 )
 
 // TestSweepListsContainers: the Factory's Sweep lists a container
@@ -17,25 +17,7 @@ func TestSweepListsContainers(t *testing.T) {
 	if Factory.Sweep == nil {
 		t.Fatal("the docker Factory declares no Sweep")
 	}
-	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("no docker CLI to create a container with")
-	}
-	img, _ := exec.Command("docker", "images", "--format", "{{.Repository}}:{{.Tag}}").Output()
-	ref := ""
-	for _, l := range strings.Fields(string(img)) {
-		if strings.Contains(l, "isobench/") {
-			ref = l
-			break
-		}
-	}
-	if ref == "" {
-		t.Skip("no isobench image in docker to create a container from")
-	}
-	name := "isobench-sweep-test-" + filepath.Base(t.TempDir())
-	if out, err := exec.Command("docker", "create", "--label", platform.Label+"=1", "--label", platform.Label+".name=r7abc123-1", "--name", name, ref, "/bin/true").CombinedOutput(); err != nil {
-		t.Fatalf("docker create: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("docker", "rm", "-f", name).Run() })
+	name := conformance.EngineContainer(t, "docker", "docker", platform.Label+".name=r7abc123-1")
 
 	found, err := Factory.Sweep(context.Background(), platform.SweepEnv{})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/conformance"
 )
 
 // TestSweepListsContainers: the Factory's Sweep lists a container
@@ -20,25 +21,7 @@ func TestSweepListsContainers(t *testing.T) {
 	if Factory.Sweep == nil {
 		t.Fatal("the podman Factory declares no Sweep")
 	}
-	if _, err := exec.LookPath("podman"); err != nil {
-		t.Skip("no podman")
-	}
-	img, _ := exec.Command("podman", "images", "--format", "{{.Repository}}:{{.Tag}}").Output()
-	ref := ""
-	for _, l := range strings.Fields(string(img)) {
-		if strings.Contains(l, "isobench/") {
-			ref = l
-			break
-		}
-	}
-	if ref == "" {
-		t.Skip("no isobench image in podman to create a container from")
-	}
-	name := "isobench-sweep-test-" + filepath.Base(t.TempDir())
-	if out, err := exec.Command("podman", "create", "--label", platform.Label+"=1", "--label", platform.Label+".run=abc123", "--name", name, ref, "/bin/true").CombinedOutput(); err != nil {
-		t.Fatalf("podman create: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("podman", "rm", "-f", name).Run() })
+	name := conformance.EngineContainer(t, "podman", "podman", platform.Label+".run=abc123")
 	state := t.TempDir()
 	vol := filepath.Join(state, "podman-volumes", name)
 	os.MkdirAll(vol, 0o755)
