@@ -33,8 +33,14 @@ for e in $engines; do
     # the image isobench used: the one its last instance ran
     img=$("$e" images --format '{{.Repository}}:{{.Tag}}' | grep -E '(^|/)isobench/minimal:' | head -1)
     [ -n "$img" ] || { echo "startup.sh: no isobench/minimal image in $e" >&2; continue 2; }
+    # the engine's own command with what isobench's platform gives every
+    # container that the engine's defaults lack: Podman's crun cannot set
+    # this host's file limit, so isobench runs it with runc and explicit
+    # ulimits (isobench doctor shows them)
+    opts=""
+    [ "$e" = podman ] && opts="--runtime runc --ulimit nofile=20000:20000 --ulimit nproc=32768:32768"
     hyperfine --style none --runs "$runs" --warmup 1 --export-json "$work/$e-$r.json" \
-      "$e run --rm $img /usr/local/bin/isobench agent hello" > /dev/null 2>&1 \
+      "$e run --rm $opts $img /usr/local/bin/isobench agent hello" > /dev/null 2>&1 \
       || { echo "startup.sh: hyperfine on $e failed" >&2; continue 2; }
   done
   sqlite3 -separator ' ' "$db" "SELECT metric, value FROM samples WHERE instance != -1 AND warmup = 0 AND metric LIKE '%_ms'" > "$work/$e.phases"
