@@ -36,19 +36,19 @@ func TestPlanRefusesInternalWorkloads(t *testing.T) {
 // by its name.
 func TestRefusesByTheWorkloadsImage(t *testing.T) {
 	own := workload.Def{Name: "anything", Needs: workload.Needs{Image: image.Spark}}
-	if why, no := refuses("lxc:cpus=2,init=system", own); !no || !strings.Contains(why, "cannot boot the spark image anything uses") {
+	if why, no := refuses(true, own); !no || !strings.Contains(why, "cannot boot the spark image anything uses") {
 		t.Errorf("spark image on a system container: %q %v", why, no)
 	}
 	for _, c := range []struct {
-		pl  string
-		def workload.Def
+		boots bool
+		def   workload.Def
 	}{
-		{"lxc:cpus=2", own}, // an application container boots anything
-		{"lxd:init=system", workload.Def{Name: "x", Needs: workload.Needs{Image: image.Debian}}}, // systemd is there
-		{"lxc:init=system", workload.Def{Name: "spark"}},                                         // the run's image: the name alone says nothing
+		{false, own}, // an application container boots anything
+		{true, workload.Def{Name: "x", Needs: workload.Needs{Image: image.Debian}}}, // systemd is there
+		{true, workload.Def{Name: "spark"}},                                         // the run's image: the name alone says nothing
 	} {
-		if why, no := refuses(c.pl, c.def); no {
-			t.Errorf("%s %s refused: %s", c.pl, c.def.Name, why)
+		if why, no := refuses(c.boots, c.def); no {
+			t.Errorf("boots %v, %s refused: %s", c.boots, c.def.Name, why)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,17 +49,19 @@ type Plan struct {
 	// run when it is not the file's (platform.Factory.Image: a system
 	// container boots the debian image's systemd).
 	Images map[string]string
+	// boots are the platform labels whose instances boot an init system
+	// (platform.Factory.Image names an image for their options).
+	boots map[string]bool
 }
 
-// refuses reports whether platform label pl refuses workload def at
-// once, and why: a system container (init=system) cannot boot an image
-// without an init system, such as the one a workload picks for itself
+// refuses reports whether a platform whose instances boot an init system
+// (boots) refuses workload def at once, and why: a system container cannot
+// boot an image without one, such as the one a workload picks for itself
 // (workload.Needs.Image: spark's), so those cells cost nothing and give
 // nothing.
-func refuses(pl string, def workload.Def) (string, bool) {
-	_, opts, _ := strings.Cut(pl, ":")
+func refuses(boots bool, def workload.Def) (string, bool) {
 	img := def.Needs.Image
-	if img == "" || image.CheckBootable(img) == nil || !slices.Contains(strings.Split(opts, ","), "init=system") {
+	if img == "" || image.CheckBootable(img) == nil || !boots {
 		return "", false
 	}
 	return fmt.Sprintf("a system container (init=system) cannot boot the %s image %s uses (it has no init system): those cells fail at once", img, def.Name), true
@@ -118,6 +119,12 @@ func NewPlan(f File, reg workload.Registry, plats platform.Registry) (Plan, erro
 				Fixed: def.FixedWork != nil && def.FixedWork(params)})
 		}
 	}
+	p.boots = map[string]bool{}
+	for _, pl := range f.Platforms {
+		if fac, o, err := plats.Parse(pl); err == nil && fac.Image != nil && fac.Image(o) != "" {
+			p.boots[pl] = true
+		}
+	}
 	p.Cells = len(p.Jobs) * len(instances)
 	p.Runs = p.Cells * len(f.Platforms) * (reps + f.Warmup)
 	for _, j := range p.Jobs {
@@ -128,13 +135,13 @@ func NewPlan(f File, reg workload.Registry, plats platform.Registry) (Plan, erro
 				work = time.Duration(float64(work) * float64(n) / cores)
 			}
 			for _, pl := range f.Platforms {
-				if _, no := refuses(pl, j.def); no {
+				if _, no := refuses(p.boots[pl], j.def); no {
 					continue
 				}
-				name, opts, _ := strings.Cut(pl, ":")
+				name, _, _ := strings.Cut(pl, ":")
 				cost := plats.Cost(name)
 				c := cost.Instance
-				if slices.Contains(strings.Split(opts, ","), "init=system") {
+				if p.boots[pl] {
 					c += cost.SystemBoot
 				}
 				// Instances are created concurrently, but engines
@@ -227,7 +234,7 @@ func (p Plan) Print(w io.Writer) {
 	said := map[string]bool{}
 	for _, j := range p.Jobs {
 		for _, l := range f.Platforms {
-			if why, no := refuses(l, j.def); no && !said[l+j.Workload] {
+			if why, no := refuses(p.boots[l], j.def); no && !said[l+j.Workload] {
 				said[l+j.Workload] = true
 				fmt.Fprintf(w, "%s: %s\n", l, why)
 			}

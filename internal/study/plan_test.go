@@ -13,13 +13,22 @@ import (
 // costs from its factory in the registry it is given (platform.Factory.Cost),
 // not from a list by name: a platform registered with a cost is estimated
 // at that cost, its one-off cost counted once per run, systemd's boot
-// added with init=system; one the registry does not have gets
+// added where the factory says an instance boots an init system
+// (Factory.Image); one the registry does not have gets
 // platform.DefaultCost.
 func TestPlanReadsPlatformCosts(t *testing.T) {
 	wl := builtin.Workloads()
+	// init=system makes an instance boot an init system, as the factory
+	// says (platform.Factory.Image)
+	boots := func(o platform.Options) string {
+		if o.Extra["init"] == "system" {
+			return "debian"
+		}
+		return ""
+	}
 	reg := platform.NewRegistry(
-		platform.Factory{Name: "cheap", Cost: platform.Cost{Instance: time.Millisecond}},
-		platform.Factory{Name: "slow", Cost: platform.Cost{Instance: 10 * time.Second, SystemBoot: 20 * time.Second, Once: time.Hour}},
+		platform.Factory{Name: "cheap", Extra: []string{"init"}, Image: boots, Cost: platform.Cost{Instance: time.Millisecond}},
+		platform.Factory{Name: "slow", Extra: []string{"init"}, Image: boots, Cost: platform.Cost{Instance: 10 * time.Second, SystemBoot: 20 * time.Second, Once: time.Hour}},
 	)
 	est := func(pl string) time.Duration {
 		t.Helper()
