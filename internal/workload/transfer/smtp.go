@@ -273,32 +273,23 @@ func runPostal(ctx context.Context, tmp, addr string, threads int, size int64, d
 	return res.Metrics(), msgs, nil
 }
 
-// acceptedCount counts the messages Postfix accepted: the queue IDs
-// qmgr moved into its active queue ("from=<…>, size=…, nrcpt=…").
-// cleanup's message-id line is not enough: cleanup logs it while the
-// DATA is still arriving, so a client stopped mid-message (postal told
-// to stop after a count, its other threads still sending) leaves a
-// message-id line for a message Postfix then discards. A queue ID qmgr
-// logs twice (a deferred message retried) counts once.
+// acceptedCount counts the messages Postfix accepted and finished with:
+// qmgr's "removed" lines, one per message once its last delivery is done
+// (after waitQueueEmpty, every accepted message). cleanup's message-id
+// lines are not the count: cleanup logs them while DATA still arrives, so
+// a client stopped mid-message (postal told to stop after a count, its
+// other threads still sending) leaves one for a message Postfix discards.
+// Nor are distinct queue IDs: short queue IDs are reused over thousands of
+// messages.
 func acceptedCount(log string) int {
 	b, _ := os.ReadFile(log)
-	ids := map[string]bool{}
+	n := 0
 	for _, l := range strings.Split(string(b), "\n") {
-		i := strings.Index(l, "postfix/qmgr[")
-		if i < 0 || !strings.Contains(l, ": from=<") || !strings.Contains(l, ", nrcpt=") {
-			continue
-		}
-		rest := l[i:]
-		j := strings.Index(rest, "]: ")
-		if j < 0 {
-			continue
-		}
-		id, _, ok := strings.Cut(rest[j+3:], ":")
-		if ok && id != "" {
-			ids[id] = true
+		if strings.Contains(l, "postfix/qmgr[") && strings.HasSuffix(strings.TrimSpace(l), ": removed") {
+			n++
 		}
 	}
-	return len(ids)
+	return n
 }
 
 // maildirCount counts the delivered messages.
