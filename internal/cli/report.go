@@ -299,7 +299,7 @@ var errRegression = errors.New("regression")
 func familywiseShort(cells []report.Cell) (need, few int) {
 	var compared []report.Cell
 	for _, c := range cells {
-		if c.RatioValid && c.Verdict != "" && c.Verdict != "baseline" && c.Verdict != report.VerdictNoPhaseVerdict {
+		if c.Compared() {
 			compared = append(compared, c)
 		}
 	}

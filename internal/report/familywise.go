@@ -49,7 +49,7 @@ func Familywise(samples []sample.Sample, o Options) (Options, int) {
 	probe.Stats = stats.Options{Resamples: 1, Seed: 1}
 	k := 0
 	for _, c := range Cells(samples, probe) {
-		if c.RatioValid && c.Verdict != "" && c.Verdict != "baseline" && c.Verdict != VerdictNoPhaseVerdict {
+		if c.Compared() {
 			k++
 		}
 	}
@@ -66,6 +66,14 @@ func Familywise(samples []sample.Sample, o Options) (Options, int) {
 		o.Stats.Resamples = min(need, stats.MaxResamples)
 	}
 	return o, k
+}
+
+// Compared says whether the cell was compared with the baseline: it has a
+// ratio interval and a verdict of its own (not the baseline itself, not a
+// startup phase that means something else on each platform). These are
+// the cells a family-wise correction counts.
+func (c Cell) Compared() bool {
+	return c.RatioValid && c.Verdict != "" && c.Verdict != "baseline" && c.Verdict != VerdictNoPhaseVerdict
 }
 
 // FamilywiseMinReps is the fewest repetitions per cell with which
