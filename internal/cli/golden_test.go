@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"github.com/isobench/isobench/internal/testkit/golden"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -70,29 +71,9 @@ func checkGolden(t *testing.T, name string, got []byte) {
 		t.Fatalf("%v (run 'go test ./internal/cli -run Golden -update' to create it)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s changed: %s\n(if the change is intended: go test ./internal/cli -run Golden -update, and review the diff)", path, goldenDiff(string(want), string(got)))
+		t.Fatalf("%s changed: %s\n(if the change is intended: go test ./internal/cli -run Golden -update, and review the diff)", path, golden.FirstDiff(string(want), string(got)))
 	}
 }
-
-// goldenDiff names the first line where want and got differ.
-func goldenDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(wl), len(gl)); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return "line " + strconvItoa(i+1) + ": want " + strconvQuote(w) + ", got " + strconvQuote(g)
-		}
-	}
-	return "same lines, different bytes"
-}
-
-func strconvQuote(s string) string { return "`" + s + "`" }
 
 // flagLine is a flag's line in a help text: "  --db FILE" or "  -o FILE".
 var flagLine = regexp.MustCompile(`(?m)^  (--?[a-z][a-z-]*)(?: (.*))?$`)

@@ -3,10 +3,10 @@ package report
 import (
 	"bytes"
 	"flag"
+	"github.com/isobench/isobench/internal/testkit/golden"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -62,38 +62,11 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%v (run 'go test ./internal/report -update' to create it)", err)
 			}
 			if !bytes.Equal(got.Bytes(), want) {
-				t.Fatalf("%s changed: %s\n(if the change is intended: go test ./internal/report -update, and review the diff)", path, firstDiff(string(want), got.String()))
+				t.Fatalf("%s changed: %s\n(if the change is intended: go test ./internal/report -update, and review the diff)", path, golden.FirstDiff(string(want), got.String()))
 			}
 		})
 	}
 }
-
-// firstDiff names the first line where want and got differ.
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(wl), len(gl)); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return "line " + itoa(i+1) + ":\n  want: " + clip(w) + "\n  got:  " + clip(g)
-		}
-	}
-	return "same lines, different bytes"
-}
-
-func clip(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "…"
-	}
-	return s
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // The golden render is deterministic: two renders in one process agree
 // (so a golden mismatch is a change of format, not noise).
@@ -103,7 +76,7 @@ func TestGoldenDeterministic(t *testing.T) {
 		render(&a, goldenDoc(7))
 		render(&b, goldenDoc(7))
 		if !bytes.Equal(a.Bytes(), b.Bytes()) {
-			t.Errorf("%s: two renders differ: %s", name, firstDiff(a.String(), b.String()))
+			t.Errorf("%s: two renders differ: %s", name, golden.FirstDiff(a.String(), b.String()))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/isobench/isobench/internal/testkit/golden"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -57,7 +58,7 @@ func TestSummaryGolden(t *testing.T) {
 				t.Fatalf("%v (run 'go test ./internal/report -update' to create it)", err)
 			}
 			if !bytes.Equal(got.Bytes(), want) {
-				t.Fatalf("%s changed: %s\n(if the change is intended: go test ./internal/report -update, and review the diff)", path, firstDiff(string(want), got.String()))
+				t.Fatalf("%s changed: %s\n(if the change is intended: go test ./internal/report -update, and review the diff)", path, golden.FirstDiff(string(want), got.String()))
 			}
 		})
 	}

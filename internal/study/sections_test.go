@@ -3,6 +3,7 @@ package study
 import (
 	"bytes"
 	"flag"
+	"github.com/isobench/isobench/internal/testkit/golden"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -167,13 +168,7 @@ func TestStudySectionsGolden(t *testing.T) {
 				t.Fatalf("%v (run 'go test ./internal/study -update' to create it)", err)
 			}
 			if got != string(want) {
-				gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-				for i := range min(len(gl), len(wl)) {
-					if gl[i] != wl[i] {
-						t.Fatalf("%s changed at line %d:\n want %.300s\n got  %.300s\n(if intended: go test ./internal/study -update, and review the diff)", path, i+1, wl[i], gl[i])
-					}
-				}
-				t.Fatalf("%s changed: %d lines, want %d", path, len(gl), len(wl))
+				t.Fatalf("%s changed at %s\n(if intended: go test ./internal/study -update, and review the diff)", path, golden.FirstDiff(string(want), got))
 			}
 			if again := sectionsPage(t, f, cells, map[string]string{}); again != got {
 				t.Fatal("two renders differ")
