@@ -5,7 +5,7 @@
 # wherever isobench can express the injection as a platform option:
 #
 #   cpu-quota   cpus=0.5 and cpus=0.25 (a CFS quota; on qemu quota=, the
-#               VM's host cgroup) vs no quota, cpu workload, 1 thread
+#               VM's vCPU threads) vs no quota, cpu workload, 1 thread
 #                                        -> ratio 0.50 / 0.25 (within 5%)
 #   oom         memory=64m (a VM: 192m) and a 256 MiB working set -> a
 #               failure of class "oom" recorded, no number

@@ -182,6 +182,69 @@ func New(name string, l Limits) (*Group, error) {
 	return g, nil
 }
 
+// ThreadQuota puts threads tids (of the group's processes) in a child
+// group sub of the group's CPU controller with a CFS quota of cpus host
+// CPUs, leaving the group's other threads unlimited; the group's CPU time
+// still counts the child's. It is how a VM's vCPUs alone are limited, as
+// libvirt's vcpu_quota does: the quota then limits the guest's CPU and not
+// the emulator's own threads (I/O, the main loop). v1 writes the threads
+// into the child's tasks file; v2 makes the child a threaded cgroup and
+// writes them into cgroup.threads.
+func (g *Group) ThreadQuota(sub string, cpus float64, tids []int) error {
+	if strings.ContainsAny(sub, "/.") || sub == "" {
+		return fmt.Errorf("cgroup: invalid child name %q", sub)
+	}
+	if cpus <= 0 || len(tids) == 0 {
+		return fmt.Errorf("cgroup: a thread quota needs a positive number of CPUs and at least one thread")
+	}
+	quota := strconv.FormatInt(int64(cpus*period), 10)
+	var dir, threads string
+	if g.v == 2 {
+		if len(g.dirs) == 0 {
+			return errors.New("cgroup: the group has no directory")
+		}
+		dir, threads = filepath.Join(g.dirs[0], sub), "cgroup.threads"
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("cgroup: %w", err)
+		}
+		if err := write(dir, "cgroup.type", "threaded"); err != nil {
+			return err
+		}
+		if err := write(g.dirs[0], "cgroup.subtree_control", "+cpu"); err != nil {
+			return err
+		}
+		if err := write(dir, "cpu.max", fmt.Sprintf("%s %d", quota, period)); err != nil {
+			return err
+		}
+	} else {
+		cpuDir := ""
+		for _, d := range g.dirs {
+			if strings.HasPrefix(d, filepath.Join(Root, "cpu")+string(filepath.Separator)) {
+				cpuDir = d
+			}
+		}
+		if cpuDir == "" {
+			return errors.New("cgroup: the group has no directory in the cpu controller")
+		}
+		dir, threads = filepath.Join(cpuDir, sub), "tasks"
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("cgroup: %w", err)
+		}
+		if err := write(dir, "cpu.cfs_period_us", strconv.Itoa(period)); err != nil {
+			return err
+		}
+		if err := write(dir, "cpu.cfs_quota_us", quota); err != nil {
+			return err
+		}
+	}
+	for _, t := range tids {
+		if err := write(dir, threads, strconv.Itoa(t)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // SwapUnavailable is the swap_limit fact of a memory limit on a kernel
 // without swap accounting: memory+swap cannot be limited, so the group's
 // swappiness is 0 instead.

@@ -21,9 +21,9 @@ import (
 // isobench/<run dir name> (e.g. isobench/isoq-123456789), made at Create
 // and removed at Close; its name is in the run dir's owner record, so a
 // crashed run's cgroup is removed by the next Create's sweep and by
-// `isobench clean`. The cgroup has no limits unless option quota= asks
-// for a CFS quota (the host CPU time the whole VM may use, vCPU and I/O
-// threads together): it is for accounting (the VM's -m and -smp are its
+// `isobench clean`. The cgroup has no limits: it is for accounting (option
+// quota= puts only the vCPU threads in a child group, vcpus, with a CFS
+// quota; see quotaVCPUs) (the VM's -m and -smp are its
 // limits; a memory limit would also have to leave room for QEMU's own
 // overhead, TCG's translation cache among it).
 //

@@ -460,3 +460,84 @@ func TestFootprintVolume(t *testing.T) {
 		t.Error("a closed VM reported a footprint")
 	}
 }
+
+func TestIsVCPUThread(t *testing.T) {
+	for comm, want := range map[string]bool{
+		"CPU 0/TCG": true, "CPU 12/KVM": true, "ALL CPUs/TCG": true,
+		"qemu-system-x86": false, "IO mon_iothread": false, "call_rcu": false, "CPU 0/": false, "worker/TCG": false,
+	} {
+		if got := isVCPUThread(comm); got != want {
+			t.Errorf("isVCPUThread(%q) = %v, want %v", comm, got, want)
+		}
+	}
+}
+
+// TestQuotaOnVCPUs boots a VM with quota=0.5 and checks the quota limits
+// its vCPU threads, in a child of its cgroup, and not QEMU's other
+// threads; Close removes both groups.
+func TestQuotaOnVCPUs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a VM")
+	}
+	if err := availableTools(&Platform{}); err != nil {
+		conformance.SkipUnlessRequired(t, "qemu", err)
+	}
+	p := newTestPlatform(t, testAgent(t), t.TempDir(), "qemu:accel="+accelOption()+",quota=0.5")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	pi, err := p.Create(ctx, platform.Spec{Name: "quota", CPUs: 1, Memory: 256 << 20, Network: platform.NetNone})
+	if pi != nil {
+		defer pi.Close(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := pi.(*Instance)
+	tids, err := vcpuThreads(in.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child string
+	for _, d := range in.cg.Dirs() {
+		if _, err := os.Stat(filepath.Join(d, "vcpus")); err == nil {
+			child = filepath.Join(d, "vcpus")
+		}
+	}
+	if child == "" {
+		t.Fatalf("no vcpus child under %v", in.cg.Dirs())
+	}
+	quota, _ := os.ReadFile(filepath.Join(child, "cpu.cfs_quota_us"))
+	if q := strings.TrimSpace(string(quota)); q != "50000" {
+		if max, _ := os.ReadFile(filepath.Join(child, "cpu.max")); !strings.HasPrefix(string(max), "50000 ") {
+			t.Errorf("child quota %q / cpu.max %q, want 50000 per 100000", q, max)
+		}
+	}
+	in2, _ := os.ReadFile(filepath.Join(child, "tasks"))
+	if len(in2) == 0 {
+		in2, _ = os.ReadFile(filepath.Join(child, "cgroup.threads"))
+	}
+	got := strings.Fields(string(in2))
+	sort.Strings(got)
+	var want []string
+	for _, tid := range tids {
+		want = append(want, strconv.Itoa(tid))
+	}
+	sort.Strings(want)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("threads in the quota group %v, want the vCPU threads %v", got, want)
+	}
+	for _, g := range got {
+		if g == strconv.Itoa(in.cmd.Process.Pid) {
+			t.Errorf("QEMU's main thread %s is under the quota", g)
+		}
+	}
+	dirs := in.cg.Dirs()
+	if err := pi.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("cgroup %s left after Close", d)
+		}
+	}
+}
