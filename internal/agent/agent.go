@@ -109,6 +109,7 @@ func run(ctx context.Context, reg workload.Registry, name, params string, secret
 		return err
 	}
 	released := false
+	tr := &tracker{}
 	barrier := func() error {
 		if released {
 			return errors.New("workload called the barrier twice")
@@ -123,7 +124,9 @@ func run(ctx context.Context, reg workload.Registry, name, params string, secret
 				w.emit(agentproto.Event{Event: agentproto.EvPong, Clock: agentproto.Monotonic()})
 				continue
 			case cmd == agentproto.GoLine:
-				w.emit(agentproto.Event{Event: agentproto.EvStarted, Clock: agentproto.Monotonic()})
+				now := agentproto.Monotonic()
+				tr.released(now)
+				w.emit(agentproto.Event{Event: agentproto.EvStarted, Clock: now})
 				return nil
 			case strings.HasPrefix(cmd, agentproto.GoAtPrefix):
 				deadline, perr := strconv.ParseInt(strings.TrimPrefix(cmd, agentproto.GoAtPrefix), 10, 64)
@@ -134,6 +137,7 @@ func run(ctx context.Context, reg workload.Registry, name, params string, secret
 				if serr != nil {
 					return serr
 				}
+				tr.released(min(deadline, clock))
 				ev := agentproto.Event{Event: agentproto.EvStarted, Clock: clock, Tags: map[string]string{agentproto.WakeTag: agentproto.WakeNormal}}
 				if rt {
 					ev.Tags[agentproto.WakeTag] = agentproto.WakeRT
@@ -147,7 +151,6 @@ func run(ctx context.Context, reg workload.Registry, name, params string, secret
 			return fmt.Errorf("barrier: host did not release: %w", err)
 		}
 	}
-	tr := &tracker{}
 	ms, err := def.Agent(workload.WithTracker(ctx, tr), p, barrier)
 	if err != nil {
 		return err

@@ -62,3 +62,36 @@ func TestThinKeepsEndsAndHalves(t *testing.T) {
 		t.Fatalf("the last point was dropped: %v", tl.Clock)
 	}
 }
+
+// A timeline begins at the barrier's release when no work was done by the
+// time tracking starts (an instance that got its first slice late
+// competed for the CPUs from the release), and at the first sample when
+// some was.
+func TestTrackerBeginsAtTheRelease(t *testing.T) {
+	release := agentproto.Monotonic() - int64(50*time.Millisecond)
+	tr := &tracker{}
+	tr.released(release)
+	stop := tr.Track("idle", func() float64 { return 0 })
+	stop()
+	busy := tr.Track("busy", func() float64 { return 7 })
+	busy()
+	tls := tr.timelines()
+	if len(tls) != 2 {
+		t.Fatalf("timelines %+v", tls)
+	}
+	if tls[0].Clock[0] != release {
+		t.Errorf("idle timeline begins at %d, want the release %d", tls[0].Clock[0], release)
+	}
+	if tls[1].Clock[0] <= release {
+		t.Errorf("a timeline whose count was 7 at its start begins at %d, not after the release %d", tls[1].Clock[0], release)
+	}
+	// a release not yet past (a clock the host set ahead) is not used
+	future := agentproto.Monotonic() + int64(time.Hour)
+	tr2 := &tracker{}
+	tr2.released(future)
+	s := tr2.Track("x", func() float64 { return 0 })
+	s()
+	if tl := tr2.timelines(); tl[0].Clock[0] >= future {
+		t.Errorf("timeline begins at the future release")
+	}
+}

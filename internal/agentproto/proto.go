@@ -28,7 +28,8 @@ type Event struct {
 }
 
 // Timeline is one metric's cumulative count at instants of the agent's
-// CLOCK_MONOTONIC (ns): Clock[0] is when the timed work began (count 0),
+// CLOCK_MONOTONIC (ns): Clock[0] is when the timed work began (count 0;
+// the barrier's release when nothing was done before tracking started),
 // the last point when it ended; Clock ascends and Count never falls.
 type Timeline struct {
 	Metric string    `json:"metric"`
