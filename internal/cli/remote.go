@@ -11,17 +11,14 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/remote"
 	"github.com/isobench/isobench/internal/report"
 	"github.com/isobench/isobench/internal/runner"
 	"github.com/isobench/isobench/internal/sample"
-	"github.com/isobench/isobench/internal/workload"
 	"github.com/isobench/isobench/internal/workload/netbench"
 )
 
@@ -194,23 +191,11 @@ func doctorHosts(ctx context.Context, st *State, hosts []string) {
 
 // A spread run (--spread with --host, or spread: true next to hosts:)
 // runs each cell of the matrix on one host instead of the whole matrix on
-// every host, to finish sooner. A cell here is the runner's: one workload
-// (with its parameters) at one instance count, with every platform of the
-// run; all of a cell's platforms run on the same host, interleaved as
-// always, so each comparison with the baseline stays on one machine.
-// Cells are queued longest first (by their estimated time) and each host
-// takes the next one whenever it is idle, so the run ends about when the
-// busiest host does. Every sample is tagged host= with the host that ran
-// it, and the run's fingerprint holds each host's facts as a run that
-// compares hosts would (label:host=ssh://....key).
-//
-// A host lost during the run (dead, cut off, its platformd gone) takes no
-// more cells; the cell it was running is recorded as failed on that host's
-// platforms with the reason (its finished repetitions are kept), and the
-// other hosts take the cells left. The cell is not moved to another host:
-// its finished repetitions and their comparisons would then mix two
-// machines in one cell (or, run again in full, count repetitions twice);
-// 'isobench run --resume' runs its missing repetitions when wanted.
+// every host, to finish sooner: runner.Spread schedules the cells and says
+// what becomes of a host lost during the run. Every sample is tagged
+// host= with the host that ran it, and the run's fingerprint holds each
+// host's facts as a run that compares hosts would
+// (label:host=ssh://....key).
 
 // spreadHost is one host of a spread run with every platform of the plan
 // opened there.
@@ -220,7 +205,8 @@ type spreadHost struct {
 	fp      map[string]string // the machine's fingerprint (kernel, cpu_model, cores...)
 }
 
-// spreadRun runs a plan's cells across hosts.
+// spreadRun is a spread run's hosts as openSpread opened them; run hands
+// them to runner.Spread.
 type spreadRun struct {
 	hosts  []*spreadHost
 	runID  int64
@@ -321,230 +307,13 @@ func or(s, dflt string) string {
 	return s
 }
 
-// spreadCell is one cell of the matrix: a job at one instance count.
-type spreadCell struct {
-	job runner.Job
-	n   int
-	est time.Duration
-}
-
-func (c spreadCell) String() string {
-	name := c.job.Def.Name
-	if ps := c.job.Params.String(); ps != "" {
-		name += ":" + ps
-	}
-	return fmt.Sprintf("%s ×%d", name, c.n)
-}
-
-// cellEstimate guesses how long a cell takes, to start the longest first:
-// the workload's duration (5 s when it has none) and a second per instance
-// to create and remove, for every repetition of every platform.
-func cellEstimate(plan runner.Plan, job runner.Job, n int) time.Duration {
-	d := 5 * time.Second
-	for _, p := range job.Def.Params {
-		if p.Name == "duration" && p.Kind == workload.Duration {
-			if v := job.Params.Duration("duration"); v > 0 {
-				d = v
-			}
-		}
-	}
-	return (d + time.Duration(n)*time.Second) * time.Duration((plan.Warmup+plan.Reps)*len(plan.Targets))
-}
-
-// run runs plan's cells across the hosts with r (Run is called for one
-// cell at a time on each host at once: r's failures and instance names are
-// shared, so names stay unique on engines two hosts share). Its error is
-// as Run's: the cells that failed (*runner.CellsFailed), joined with the
-// hosts lost and the cells no host was left to run; or the first error
-// that ends the run (interrupted, --fail-fast, the store).
+// run runs plan's cells across the hosts with r: runner.Spread.Run.
 func (sr *spreadRun) run(ctx context.Context, r *runner.Runner, plan runner.Plan) error {
-	if err := plan.Validate(); err != nil {
-		return err
+	sp := &runner.Spread{RunID: sr.runID, Log: sr.stderr, Lost: sr.lost}
+	for _, h := range sr.hosts {
+		sp.Hosts = append(sp.Hosts, &runner.SpreadHost{Name: h.name, Targets: h.targets})
 	}
-	var cells []spreadCell
-	for _, job := range plan.Jobs {
-		for _, n := range plan.Instances {
-			cells = append(cells, spreadCell{job: job, n: n, est: cellEstimate(plan, job, n)})
-		}
-	}
-	index := map[runner.Cell]int{}
-	for i, c := range cells {
-		index[runner.Cell{Workload: c.job.Def.Name, Params: c.job.Params.String(), Instances: c.n}] = i
-	}
-	queue := slices.Clone(cells)
-	slices.SortStableFunc(queue, func(a, b spreadCell) int { return cmp.Compare(b.est, a.est) })
-
-	// Run would set it on first use: set here, before the hosts call Run at once
-	if r.InstanceTimeout == 0 {
-		r.InstanceTimeout = 5 * time.Minute
-	}
-	// progress and skip see the plan's labels and the whole matrix
-	var mu sync.Mutex
-	start := time.Now()
-	per := (plan.Warmup + plan.Reps) * len(plan.Targets)
-	doneCells, cur := 0, make([]int, len(sr.hosts))
-	hostOf, planLabel := map[string]int{}, map[string]string{}
-	for w, h := range sr.hosts {
-		for i, t := range h.targets {
-			hostOf[t.Label], planLabel[t.Label] = w, plan.Targets[i].Label
-		}
-	}
-	progress, skip := r.Progress, r.Skip
-	defer func() { r.Progress, r.Skip = progress, skip }()
-	if progress != nil {
-		r.Progress = func(p runner.Progress) {
-			mu.Lock()
-			defer mu.Unlock()
-			if w, ok := hostOf[p.Target]; ok && p.Note == "" {
-				cur[w] = p.Done
-			}
-			p.CellIndex, p.Cells = index[p.Cell], len(cells)
-			p.Done, p.Total = doneCells*per, len(cells)*per
-			for _, d := range cur {
-				p.Done += d
-			}
-			p.Elapsed = time.Since(start)
-			progress(p)
-		}
-	}
-	if skip != nil {
-		r.Skip = func(target string, cell runner.Cell, rep int) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return skip(planLabel[target], cell, rep)
-		}
-	}
-
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var qmu sync.Mutex
-	next := func() (spreadCell, bool) {
-		qmu.Lock()
-		defer qmu.Unlock()
-		if len(queue) == 0 {
-			return spreadCell{}, false
-		}
-		c := queue[0]
-		queue = queue[1:]
-		return c, true
-	}
-	lost := make([]error, len(sr.hosts))
-	var fatal error
-	var fatalOnce sync.Once
-	for {
-		// every host still up takes a cell at once, then the next
-		// whenever it is idle; a round ends when the queue is empty
-		var wg sync.WaitGroup
-		up := 0
-		for w, h := range sr.hosts {
-			if lost[w] != nil {
-				continue
-			}
-			c, ok := next()
-			if !ok {
-				break
-			}
-			up++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ; ok; c, ok = next() {
-					if err := sr.hostLost(h); err != nil {
-						// lost between cells: the cell goes back untouched
-						qmu.Lock()
-						queue = append([]spreadCell{c}, queue...)
-						qmu.Unlock()
-						lost[w] = err
-						mu.Lock()
-						fmt.Fprintf(sr.stderr, "host %s lost: %v; the other hosts take the cells left\n", h.name, err)
-						mu.Unlock()
-						return
-					}
-					if wctx.Err() != nil {
-						return
-					}
-					sub := plan
-					sub.Targets, sub.Jobs, sub.Instances = h.targets, []runner.Job{c.job}, []int{c.n}
-					err := r.Run(wctx, sub)
-					mu.Lock()
-					doneCells++
-					cur[w] = 0
-					mu.Unlock()
-					if _, cellsFailed := err.(*runner.CellsFailed); err != nil && !cellsFailed {
-						fatalOnce.Do(func() {
-							fatal = err
-							cancel()
-						})
-						return
-					}
-					if err := sr.hostLost(h); err != nil {
-						lost[w] = err
-						what := "it had finished that cell"
-						if failedOn(r.Failures(), h, c) {
-							what = "what it had not finished of that cell is recorded as failed (its finished repetitions are kept)"
-						}
-						mu.Lock() // the progress display writes there too
-						fmt.Fprintf(sr.stderr, "host %s lost during %s: %v; %s, and the other hosts take the cells left\n", h.name, c, err, what)
-						mu.Unlock()
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		qmu.Lock()
-		left := len(queue)
-		qmu.Unlock()
-		if fatal != nil || wctx.Err() != nil || left == 0 || up == 0 {
-			break
-		}
-	}
-	if fatal != nil {
-		return fatal
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("spread run: %w", err)
-	}
-	var errs []error
-	if fs := r.Failures(); len(fs) > 0 {
-		errs = append(errs, &runner.CellsFailed{Failures: fs})
-	}
-	for w, err := range lost {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("host %s was lost: %w", sr.hosts[w].name, err))
-		}
-	}
-	if len(queue) > 0 {
-		var names []string
-		for _, c := range queue {
-			names = append(names, c.String())
-		}
-		errs = append(errs, fmt.Errorf("%d cell(s) not run, every host being lost: %s (isobench run --resume %d --trust-hosts runs them)", len(queue), strings.Join(names, ", "), sr.runID))
-	}
-	return errors.Join(errs...)
-}
-
-// failedOn reports whether cell c failed on one of h's platforms.
-func failedOn(fs []runner.Failure, h *spreadHost, c spreadCell) bool {
-	for _, f := range fs {
-		for _, t := range h.targets {
-			if f.Target == t.Label && f.Cell.Workload == c.job.Def.Name && f.Cell.Params == c.job.Params.String() && f.Cell.Instances == c.n {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// hostLost says why any of h's platforms lost its connection; nil when
-// all are up.
-func (sr *spreadRun) hostLost(h *spreadHost) error {
-	for _, t := range h.targets {
-		if err := sr.lost(t.Platform); err != nil {
-			return err
-		}
-	}
-	return nil
+	return sp.Run(ctx, r, plan)
 }
 
 // spreadHosts writes which host ran each cell of a spread run, from its

@@ -1,18 +1,15 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/isobench/isobench/internal/hostinfo"
 	"github.com/isobench/isobench/internal/image"
@@ -40,124 +37,19 @@ func cmdRun(ctx context.Context, st *State, args []string) error {
 // the run this command began or resumed (0 while none), so a caller such
 // as 'study run' reports this run, not the store's newest one.
 func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
-	fs := newFlags(st, "run", runSynopsis)
-	var platforms, workloads, hosts multi
-	// The defaults shown are the real ones; a flag overrides the study
-	// file only when it is given (fs.Visit below).
-	fs.Var(&platforms, "platform", "`P[:OPTIONS]`: a platform to run on (repeatable)")
-	fs.Var(&workloads, "workload", "`W[:PARAMS]`: a workload to run (repeatable)")
-	fs.Var(&hosts, "host", "`ssh://USER@ADDR[:PORT]|local`: run every platform on this host (repeatable; key from ssh-agent, host key from ~/.ssh/known_hosts)")
-	duet := fs.Bool("duet", false, "run the two platforms at the same time, each on its own half of the CPUs, swapped every repetition, so a noisy neighbour hits both alike (duet benchmarking); ratios are paired per repetition")
-	spread := fs.Bool("spread", false, "with --host: run each cell (a workload at one instance count, all its platforms) on one of the hosts, to finish sooner, instead of the whole matrix on every host")
-	instances := fs.String("instances", "1", "`N,N,...`: instance counts, e.g. 1,2,4")
-	reps := fs.String("reps", "5", "`N|auto`: measured repetitions per cell and platform (fewer than 5 give no verdict)")
-	repsCap := fs.Int("reps-cap", 30, "`N`: with --reps auto, the most repetitions")
-	target := fs.Float64("target", 2, "`PERCENT`: with --reps auto, stop when the median's 95% CI is within ±PERCENT")
-	warmup := fs.Int("warmup", 0, "`N`: warm-up repetitions before the measured ones (stored, flagged warmup) (default 0, or the study file's warmup:)")
-	baseline := fs.String("baseline", "", "`LABEL[@N]`: the platform the others are compared with (default native when present); @N pairs every cell with N instances of it, e.g. native@1")
-	image := fs.String("image", "minimal", "`PROFILE`: image profile for instances ("+strings.Join(image.Profiles(), ", ")+"; the service, transfer and spark workloads choose theirs when it is left out)")
-	db := fs.String("db", "isobench.db", "`FILE`: result store (SQLite)")
-	stateDir := fs.String("state-dir", "", "`DIR`: where images and rootfs trees are kept (default /var/lib/isobench as root, else ~/.cache/isobench; ISOBENCH_STATE)")
-	quiet := fs.Bool("quiet", false, "no progress display")
-	failFast := fs.Bool("fail-fast", false, "stop at the first failed cell (by default a failed cell is recorded with its reason and the run goes on)")
-	details := fs.Bool("details", false, "after the summary, the full tables: every metric, startup phase and instance count")
-	resume := fs.Int64("resume", 0, "`ID`: continue run ID of --db (interrupted, failed or crashed) from its first unfinished repetition, with its plan")
-	trustHosts := fs.Bool("trust-hosts", false, "let the study file (or the resumed run's stored plan) name the hosts isobench connects to over SSH with your keys (hosts:, host=, key=, binary=); without it such a file is refused: give the hosts with --host")
-	dry := fs.Bool("dry-run", false, "print the plan (cells, runs, time estimate, what cannot run) and, as warnings, which platforms are available here and the host tools the workloads need that are missing; then exit: nothing is started")
-	tools := fs.String("tools", "", "`auto|paper|builtin`: for a built-in study's file (study: block), run the paper's own tools where this host has them (auto: at the paper's and the standard scale) or isobench's own workloads only (builtin); default: the file as written")
-	htmlOut := fs.String("html", "", "`FILE`: where to write the run's HTML report (default: next to --db, DB-runN.html; 'none' for no page)")
-	fs.StringVar(htmlOut, "o", "", "`FILE`: the same as --html (as in 'report -o' and 'study run -o')")
+	fs, f := newRunFlags(st)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *db == "" {
+	if *f.db == "" {
 		return usage("--db: %v", store.ErrEmptyPath)
 	}
-	if *htmlOut != "" && *htmlOut != "none" && samePath(*htmlOut, *db) {
-		return usage("--html %s is the result store itself (--db %s): write the report to another file", *htmlOut, *db)
+	if *f.htmlOut != "" && *f.htmlOut != "none" && samePath(*f.htmlOut, *f.db) {
+		return usage("--html %s is the result store itself (--db %s): write the report to another file", *f.htmlOut, *f.db)
 	}
-	var study Study
-	var resumed *store.Run
-	if *resume != 0 {
-		var err error
-		if study, resumed, err = resumeStudy(ctx, fs, *db, *resume); err != nil {
-			return err
-		}
-	}
-	switch n := fs.NArg(); {
-	case n == 0 || resumed != nil:
-	case n == 1:
-		var err error
-		if study, err = loadStudy(fs.Arg(0)); err != nil {
-			return err
-		}
-	default:
-		return usage("run takes at most one study file, got %d arguments", fs.NArg())
-	}
-	// flags win over the study file
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if len(platforms) > 0 {
-		study.Platforms = platforms
-	}
-	if len(workloads) > 0 {
-		study.Workloads = workloads
-	}
-	if len(hosts) > 0 {
-		study.Hosts = hosts
-	}
-	if set["spread"] {
-		study.Spread = *spread
-	}
-	if set["duet"] {
-		study.Duet = *duet
-	}
-	if fromFile := fs.NArg() == 1 || resumed != nil; fromFile && !*trustHosts {
-		if named := namedRemotes(study, len(hosts) > 0, len(platforms) > 0); len(named) > 0 {
-			what := "the study file"
-			if resumed != nil {
-				what = "the stored plan of the run"
-			}
-			return usage("%s names hosts to reach over SSH with your credentials (%s): give hosts with --host instead, or pass --trust-hosts once you have read it", what, sanitize(strings.Join(named, ", ")))
-		}
-	}
-	if set["instances"] {
-		for _, f := range strings.Split(*instances, ",") {
-			if strings.TrimSpace(f) == "" {
-				return usage("--instances %q: an empty count (want whole numbers from 1 to %d, comma-separated, e.g. 1,2,4)", *instances, maxInstances)
-			}
-		}
-		n, err := spec.ParseInts(*instances, 1, maxInstances)
-		if err != nil {
-			return usage("--instances: %v", err)
-		}
-		study.Instances = n
-	}
-	if set["reps"] {
-		study.Reps = *reps
-	}
-	if set["reps-cap"] {
-		study.RepsCap = *repsCap
-	}
-	if set["target"] {
-		if !validTarget(*target) {
-			return usage("--target %v: want a percentage above 0 and below 100, e.g. 2", *target)
-		}
-		study.Target = *target
-	}
-	if set["warmup"] {
-		study.Warmup = *warmup
-	}
-	if set["baseline"] {
-		study.Baseline = *baseline
-	}
-	if set["image"] {
-		study.Image = *image
-	}
-	if set["tools"] {
-		if err := withTools(st, &study, *tools); err != nil {
-			return err
-		}
+	study, resumed, err := f.study(ctx, st, fs)
+	if err != nil {
+		return err
 	}
 	plan, targets, err := st.plan(&study)
 	if err != nil {
@@ -170,97 +62,42 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	for _, c := range cannot {
 		fmt.Fprintf(st.Stderr, "plan: %s\n", c)
 	}
-	if *dry {
-		if err := printPlan(st, study); err != nil {
-			return err
-		}
-		st.dryChecks(ctx, st.Stdout, study.Platforms, study.Workloads, st.stateDir(*stateDir))
-		if remote := slices.DeleteFunc(slices.Clone(study.Hosts), func(h string) bool { return h == "local" }); len(remote) > 0 {
-			fmt.Fprintf(st.Stdout, "(this host only: %s not asked)\n", strings.Join(remote, ", "))
-		}
-		return nil
+	if *f.dry {
+		return st.dryRun(ctx, study, *f.stateDir)
 	}
-	if err := checkStore(ctx, *db); err != nil {
+	if err := checkStore(ctx, *f.db); err != nil {
 		return err
 	}
-	env := platform.Env{AgentBinary: st.Executable, StateDir: st.stateDir(*stateDir), Log: st.Stderr}
-	rec := st.runRecord(ctx, env.StateDir, *db) // removes what dead runs left; records this one (clean.go)
+	env := platform.Env{AgentBinary: st.Executable, StateDir: st.stateDir(*f.stateDir), Log: st.Stderr}
+	rec := st.runRecord(ctx, env.StateDir, *f.db) // removes what dead runs left; records this one (clean.go)
 	defer rec.End()
 	// Construct platforms and check engines before anything starts.
 	var opened []platform.Platform
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		for _, p := range opened {
-			p.Close(cctx)
-		}
-	}()
+	defer closePlatforms(ctx, &opened)
 	fingerprint := hostinfo.Fingerprint()
 	var spreader *spreadRun
 	if study.Spread { // each cell on one of the hosts (remote.go)
 		if spreader, err = openSpread(ctx, st, &study, targets, plan, env, fingerprint, &opened, resumed != nil); err != nil {
 			return err
 		}
-	}
-	for i, t := range targets {
-		if spreader != nil {
-			break
-		}
-		p, err := t.factory.New(ctx, t.opts, env)
-		if err != nil {
-			return usage("%v", err)
-		}
-		opened = append(opened, p)
-		if err := p.Available(ctx); err != nil {
-			// The usage was right: this host lacks the engine (exit 1).
-			return unavailable(t.opts.Name, err)
-		}
-		plan.Targets[i].Platform = p
-		for k, v := range p.Facts(ctx) {
-			fingerprint[plan.Targets[i].Label+"."+k] = v
-		}
+	} else if err := openTargets(ctx, targets, plan, env, fingerprint, &opened); err != nil {
+		return err
 	}
 	hostinfo.AddStorage(fingerprint, "state_dir", env.StateDir)
 	for _, w := range hostinfo.Warnings(fingerprint) {
 		fmt.Fprintln(st.Stderr, "warning:", w)
 	}
-	for _, t := range plan.Targets {
-		if pr, ok := t.Platform.(platform.Preparer); ok {
-			if err := pr.Prepare(ctx, cmp.Or(t.Image, plan.Image)); err != nil {
-				return fmt.Errorf("%s: preparing image %s: %w", t.Label, cmp.Or(t.Image, plan.Image), err)
-			}
-		}
+	if err := prepareImages(ctx, plan); err != nil {
+		return err
 	}
-	s, err := store.Open(ctx, *db)
+	s, err := store.Open(ctx, *f.db)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	var runID int64
-	finished := map[store.RepKey]bool{}
-	if resumed != nil {
-		runID = resumed.ID
-		if err := s.Reopen(ctx, runID); err != nil {
-			return usage("--resume %d: %v", runID, err)
-		}
-		dropped, err := s.DropUnfinished(ctx, runID)
-		if err != nil {
-			return err
-		}
-		if finished, err = s.FinishedReps(ctx, runID); err != nil {
-			return err
-		}
-		fmt.Fprintf(st.Stderr, "resuming run %d: %d repetitions are in the store already\n", runID, len(finished))
-		if dropped > 0 {
-			fmt.Fprintf(st.Stderr, "resuming run %d: %d samples of repetitions that did not finish were removed; those repetitions run again\n", runID, dropped)
-		}
-	} else {
-		if runID, err = s.BeginRun(ctx, study, fingerprint); err != nil {
-			return err
-		}
-		if err := s.SetCommand(ctx, runID, commandLine("run", args)); err != nil {
-			return err
-		}
+	runID, finished, err := st.beginRun(ctx, s, resumed, study, fingerprint, args)
+	if err != nil {
+		return err
 	}
 	if made != nil {
 		*made = runID
@@ -275,13 +112,13 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	if plan.Auto != nil {
 		fmt.Fprintf(st.Stderr, "stopping rule: each cell repeats until every platform's median has a 95%% bootstrap interval within ±%g%% of itself (at least 5 repetitions), at most %d repetitions\n", study.Target, plan.Reps)
 	}
-	r := &runner.Runner{Sink: s, RunID: runID, Token: rec.Token, FailFast: *failFast}
+	r := &runner.Runner{Sink: s, RunID: runID, Token: rec.Token, FailFast: *f.failFast}
 	// ISOBENCH_BARRIER=stdin selects the older barrier, for bench/scale.sh's comparison
 	r.Barrier = st.Getenv("ISOBENCH_BARRIER")
 	disp := progress.New(st.Stderr, st.StderrTTY)
 	skipped := 0
 	r.Skip = skipper(plan, cannot, finished, &skipped)
-	r.Progress = progressFunc(disp, *quiet, &skipped, st.Workloads.Label)
+	r.Progress = progressFunc(disp, *f.quiet, &skipped, st.Workloads.Label)
 	var runErr error
 	if spreader != nil {
 		spreader.runID = runID
@@ -290,69 +127,10 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 		runErr = r.Run(ctx, plan)
 	}
 	disp.Done()
-	status := "done"
-	switch {
-	case errors.Is(runErr, context.Canceled):
-		status = "interrupted"
-	case runErr != nil:
-		status = "failed"
-	}
-	if err := s.EndRun(context.WithoutCancel(ctx), runID, status, runErr); err != nil {
-		return errors.Join(runErr, err)
-	}
-	samples, err := s.Samples(context.WithoutCancel(ctx), store.Filter{RunID: runID, NoWarmup: true})
-	if err != nil {
-		return errors.Join(runErr, err)
-	}
-	fmt.Fprintf(st.Stdout, "run %d (%s): %d samples in %s\n\n", runID, status, len(samples), *db)
-	if len(samples) > 0 {
-		cells := report.Cells(samples, report.Options{Baseline: study.Baseline, Stats: stats.Options{Seed: runID}, Warmups: study.Warmup, WorkloadLabel: st.Workloads.Label})
-		report.MarkEmulated(cells, fingerprint) // a VM platform under TCG: every output says so
-		hint := fmt.Sprintf("isobench report --db %s --run %d (or run --details)", *db, runID)
-		if *details {
-			hint = ""
-		}
-		if err := report.Summary(st.Stdout, cells, report.SummaryOptions{DetailsHint: hint, Warmups: study.Warmup}); err != nil {
-			return errors.Join(runErr, err)
-		}
-		for _, c := range cannot {
-			fmt.Fprintf(st.Stdout, "not run: %s\n", c)
-		}
-		if spreader != nil {
-			if err := spreadHosts(st.Stdout, samples); err != nil {
-				return errors.Join(runErr, err)
-			}
-		}
-		if *details {
-			fmt.Fprintln(st.Stdout)
-			if err := report.Table(st.Stdout, cells); err != nil {
-				return errors.Join(runErr, err)
-			}
-		}
-		if *htmlOut != "none" {
-			page := *htmlOut
-			if page == "" {
-				page = reportPath(*db, runID)
-			}
-			fp := fingerprint
-			if resumed != nil {
-				fp = resumed.Fingerprint
-			}
-			if err := writeHTML(page, *db, report.Doc{Run: runID, Status: status, Fingerprint: fp, Cells: cells}); err != nil {
-				fmt.Fprintf(st.Stderr, "warning: the HTML report was not written: %v\n", err)
-			} else {
-				fmt.Fprintf(st.Stdout, "\nHTML report: %s\n", page)
-			}
-		}
-	}
-	if sum := r.Summary(); sum != "" {
-		// failed cells and instances not removed, also in the store
-		fmt.Fprint(st.Stdout, "\n"+sum)
-	}
-	if runErr != nil {
-		return fmt.Errorf("run %d %s (finished samples are kept in %s): %w", runID, status, *db, runErr)
-	}
-	return nil
+	return st.endRun(ctx, s, r, runEnd{
+		runID: runID, err: runErr, db: *f.db, htmlOut: *f.htmlOut, details: *f.details,
+		study: study, fingerprint: fingerprint, resumed: resumed, cannot: cannot, spread: spreader != nil,
+	})
 }
 
 type target struct {

@@ -118,20 +118,68 @@ type Options struct {
 	WorkloadLabel func(workload, params string) string
 }
 
+// cellAcc gathers one cell's samples while Cells groups them.
+type cellAcc struct {
+	cell   Cell
+	perRep map[int][]float64
+	aggRep map[int]float64
+	order  int
+	// the host state each repetition started from (hoststate tags)
+	stateRep map[int]map[string]float64
+	states   []map[string]float64 // in the order of Values
+}
+
 // Cells groups samples into summarised cells, in a stable order (workload,
 // params, metric, instances, platform in the order first seen). Warm-up samples are
 // left out.
 func Cells(samples []sample.Sample, o Options) []Cell {
-	type acc struct {
-		cell   Cell
-		perRep map[int][]float64
-		aggRep map[int]float64
-		order  int
-		// the host state each repetition started from (hoststate tags)
-		stateRep map[int]map[string]float64
-		states   []map[string]float64 // in the order of Values
+	groups, labelOrder := groupSamples(samples)
+	var cells []*cellAcc
+	for _, g := range groups {
+		g.summarize(o)
+		cells = append(cells, g)
 	}
-	groups := map[key]*acc{}
+	settleEmulated(cells)
+	ptrs := make([]*Cell, len(cells))
+	for i, g := range cells {
+		ptrs[i] = &g.cell
+	}
+	windowWarnings(ptrs)
+	bl, at := SplitBaseline(o.Baseline)
+	if _, ok := labelOrder[o.Baseline]; ok {
+		bl, at = o.Baseline, 0 // a label with an @ of its own
+	}
+	if o.Baseline != "" {
+		compareBaseline(cells, groups, o, bl, at)
+	}
+	if _, ok := labelOrder[bl]; ok {
+		labelOrder[bl] = -1 // the baseline is listed first
+	}
+	slices.SortStableFunc(cells, func(a, b *cellAcc) int {
+		ca, cb := a.cell, b.cell
+		return cmp.Or(
+			strings.Compare(ca.Workload, cb.Workload),
+			strings.Compare(ca.Params, cb.Params),
+			cmp.Compare(metricRank(ca.Metric), metricRank(cb.Metric)),
+			strings.Compare(ca.Metric, cb.Metric),
+			cmp.Compare(ca.Instances, cb.Instances),
+			cmp.Compare(labelOrder[ca.Label()], labelOrder[cb.Label()]),
+		)
+	})
+	out := make([]Cell, len(cells))
+	for i, g := range cells {
+		out[i] = g.cell
+	}
+	if o.WorkloadLabel != nil {
+		relabel(out, o.WorkloadLabel)
+	}
+	return out
+}
+
+// groupSamples sorts the measured samples into one accumulator per cell
+// and numbers the platform labels in the order first seen.
+func groupSamples(samples []sample.Sample) (map[key]*cellAcc, map[string]int) {
+	groups := map[key]*cellAcc{}
 	labelOrder := map[string]int{}
 	n := 0
 	for _, s := range samples {
@@ -145,7 +193,7 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 		k := key{lbl, s.Workload, s.Params, s.Instances, s.Metric}
 		g, ok := groups[k]
 		if !ok {
-			g = &acc{cell: Cell{Platform: s.Platform, Options: s.Options, Workload: s.Workload, Params: s.Params,
+			g = &cellAcc{cell: Cell{Platform: s.Platform, Options: s.Options, Workload: s.Workload, Params: s.Params,
 				Instances: s.Instances, Metric: s.Metric, Unit: s.Unit, Better: string(s.Better)},
 				perRep: map[int][]float64{}, aggRep: map[int]float64{}, stateRep: map[int]map[string]float64{}, order: n}
 			g.cell.seen = n
@@ -168,48 +216,54 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 			}
 		}
 	}
-	var cells []*acc
-	for _, g := range groups {
-		reps := map[int]bool{}
-		for r := range g.perRep {
-			reps[r] = true
-		}
-		for r := range g.aggRep {
-			reps[r] = true
-		}
-		var idx []int
-		for r := range reps {
-			idx = append(idx, r)
-		}
-		slices.Sort(idx)
-		for _, r := range idx {
-			g.states = append(g.states, g.stateRep[r])
-			if vs, ok := g.perRep[r]; ok {
-				var sum float64
-				for _, v := range vs {
-					sum += v
-				}
-				g.cell.Values = append(g.cell.Values, sum/float64(len(vs)))
-				if a, ok := g.aggRep[r]; ok && g.cell.Instances > 1 {
-					g.cell.Aggregate = append(g.cell.Aggregate, a)
-				}
-			} else {
-				g.cell.Values = append(g.cell.Values, g.aggRep[r])
-			}
-		}
-		sm := stats.Summarize(g.cell.Values, o.Stats)
-		c := &g.cell
-		c.N, c.Median, c.Mean, c.Stdev, c.CV = sm.N, sm.Median, sm.Mean, sm.Stdev, sm.CV
-		c.Min, c.Max, c.P5, c.P95 = sm.Min, sm.Max, sm.P5, sm.P95
-		c.CILow, c.CIHigh, c.CIValid, c.Outliers = sm.CILow, sm.CIHigh, sm.CIValid, len(sm.Outliers)
-		c.Warnings = stats.Warnings(c.Values, c.Better, stats.WarnOptions{Warmups: o.Warmups})
-		if !sample.Bookkeeping(c.Metric) {
-			c.Warnings = append(c.Warnings, hoststate.Warnings(c.Values, c.Better, c.CV > stats.DefaultCVThreshold, g.states)...)
-		}
-		cells = append(cells, g)
+	return groups, labelOrder
+}
+
+// summarize sets the cell's values (one per repetition: the instances'
+// mean, or the aggregate), its statistics and its noise warnings.
+func (g *cellAcc) summarize(o Options) {
+	reps := map[int]bool{}
+	for r := range g.perRep {
+		reps[r] = true
 	}
-	// A VM platform's accelerator is settled once per run: when some of
-	// its samples say TCG, all its cells ran emulated.
+	for r := range g.aggRep {
+		reps[r] = true
+	}
+	var idx []int
+	for r := range reps {
+		idx = append(idx, r)
+	}
+	slices.Sort(idx)
+	for _, r := range idx {
+		g.states = append(g.states, g.stateRep[r])
+		if vs, ok := g.perRep[r]; ok {
+			var sum float64
+			for _, v := range vs {
+				sum += v
+			}
+			g.cell.Values = append(g.cell.Values, sum/float64(len(vs)))
+			if a, ok := g.aggRep[r]; ok && g.cell.Instances > 1 {
+				g.cell.Aggregate = append(g.cell.Aggregate, a)
+			}
+		} else {
+			g.cell.Values = append(g.cell.Values, g.aggRep[r])
+		}
+	}
+	sm := stats.Summarize(g.cell.Values, o.Stats)
+	c := &g.cell
+	c.N, c.Median, c.Mean, c.Stdev, c.CV = sm.N, sm.Median, sm.Mean, sm.Stdev, sm.CV
+	c.Min, c.Max, c.P5, c.P95 = sm.Min, sm.Max, sm.P5, sm.P95
+	c.CILow, c.CIHigh, c.CIValid, c.Outliers = sm.CILow, sm.CIHigh, sm.CIValid, len(sm.Outliers)
+	c.Warnings = stats.Warnings(c.Values, c.Better, stats.WarnOptions{Warmups: o.Warmups})
+	if !sample.Bookkeeping(c.Metric) {
+		c.Warnings = append(c.Warnings, hoststate.Warnings(c.Values, c.Better, c.CV > stats.DefaultCVThreshold, g.states)...)
+	}
+}
+
+// settleEmulated marks every cell of a VM platform emulated when some of
+// them are: its accelerator is settled once per run, so when some of its
+// samples say TCG, all its cells ran emulated.
+func settleEmulated(cells []*cellAcc) {
 	emulated := map[string]string{}
 	for _, g := range cells {
 		if e := g.cell.Emulated; e != "" && (emulated[g.cell.Label()] == "" || emulated[g.cell.Label()] == noReason) {
@@ -221,65 +275,38 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 			g.cell.Emulated = e
 		}
 	}
-	ptrs := make([]*Cell, len(cells))
-	for i, g := range cells {
-		ptrs[i] = &g.cell
-	}
-	windowWarnings(ptrs)
-	bl, at := SplitBaseline(o.Baseline)
-	if _, ok := labelOrder[o.Baseline]; ok {
-		bl, at = o.Baseline, 0 // a label with an @ of its own
-	}
-	if o.Baseline != "" {
-		for _, g := range cells {
-			c := &g.cell
-			if sample.Bookkeeping(c.Metric) {
-				continue // the harness's own diagnostic: no platform's merit
-			}
-			n := cmp.Or(at, c.Instances) // baseline PLATFORM@N: every cell against N instances of it
-			b, ok := groups[key{bl, c.Workload, c.Params, n, c.Metric}]
-			if !ok {
-				continue
-			}
-			c.Baseline = o.Baseline
-			// Paired repetitions only within one instance count (they ran side by side).
-			r := stats.Compare(b.cell.Values, c.Values, n == c.Instances, c.Better, o.Stats)
-			c.Ratio, c.RatioCILow, c.RatioCIHigh, c.RatioValid = r.Ratio, r.CILow, r.CIHigh, r.Valid && r.CIValid
-			c.Overhead, c.Coefficient, c.Verdict = r.Overhead, r.Coefficient, r.Verdict
-			if c.Label() == bl && n == c.Instances {
-				c.Baseline, c.Verdict = bl, "baseline"
-			} else if PhaseMetric(c.Metric) && c.Platform != b.cell.Platform {
-				c.Verdict = VerdictNoPhaseVerdict
-			}
-			if c.Verdict != "baseline" && !sample.Bookkeeping(c.Metric) {
-				if w := baselineCarryOver(b.cell, b.states, *c, g.states); w != "" {
-					c.Warnings = append(c.Warnings, w)
-				}
+}
+
+// compareBaseline compares each cell with the baseline platform bl's cell
+// of the same workload and metric, at the cell's instance count or, when
+// at is not 0, at at instances (baseline PLATFORM@N).
+func compareBaseline(cells []*cellAcc, groups map[key]*cellAcc, o Options, bl string, at int) {
+	for _, g := range cells {
+		c := &g.cell
+		if sample.Bookkeeping(c.Metric) {
+			continue // the harness's own diagnostic: no platform's merit
+		}
+		n := cmp.Or(at, c.Instances) // baseline PLATFORM@N: every cell against N instances of it
+		b, ok := groups[key{bl, c.Workload, c.Params, n, c.Metric}]
+		if !ok {
+			continue
+		}
+		c.Baseline = o.Baseline
+		// Paired repetitions only within one instance count (they ran side by side).
+		r := stats.Compare(b.cell.Values, c.Values, n == c.Instances, c.Better, o.Stats)
+		c.Ratio, c.RatioCILow, c.RatioCIHigh, c.RatioValid = r.Ratio, r.CILow, r.CIHigh, r.Valid && r.CIValid
+		c.Overhead, c.Coefficient, c.Verdict = r.Overhead, r.Coefficient, r.Verdict
+		if c.Label() == bl && n == c.Instances {
+			c.Baseline, c.Verdict = bl, "baseline"
+		} else if PhaseMetric(c.Metric) && c.Platform != b.cell.Platform {
+			c.Verdict = VerdictNoPhaseVerdict
+		}
+		if c.Verdict != "baseline" && !sample.Bookkeeping(c.Metric) {
+			if w := baselineCarryOver(b.cell, b.states, *c, g.states); w != "" {
+				c.Warnings = append(c.Warnings, w)
 			}
 		}
 	}
-	if _, ok := labelOrder[bl]; ok {
-		labelOrder[bl] = -1 // the baseline is listed first
-	}
-	slices.SortStableFunc(cells, func(a, b *acc) int {
-		ca, cb := a.cell, b.cell
-		return cmp.Or(
-			strings.Compare(ca.Workload, cb.Workload),
-			strings.Compare(ca.Params, cb.Params),
-			cmp.Compare(metricRank(ca.Metric), metricRank(cb.Metric)),
-			strings.Compare(ca.Metric, cb.Metric),
-			cmp.Compare(ca.Instances, cb.Instances),
-			cmp.Compare(labelOrder[ca.Label()], labelOrder[cb.Label()]),
-		)
-	})
-	out := make([]Cell, len(cells))
-	for i, g := range cells {
-		out[i] = g.cell
-	}
-	if o.WorkloadLabel != nil {
-		relabel(out, o.WorkloadLabel)
-	}
-	return out
 }
 
 // relabel sets the cells' shown workload labels with label; two different

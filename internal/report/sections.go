@@ -466,6 +466,13 @@ type catPoint struct {
 	whisker   bool
 }
 
+// catSeries is one series of a line section: the run's (one per drawn
+// series name) or the paper's numbers for it.
+type catSeries struct {
+	name, colour string
+	pts          []catPoint
+}
+
 // sectionLines draws lines over evenly spaced categories (instance counts
 // or parameter values): the central value with ±1 stdev whiskers.
 func sectionLines(s Section, p Panel, cells []Cell, ref *Cell, colours map[string]string, title, ylabel string) string {
@@ -477,59 +484,9 @@ func sectionLines(s Section, p Panel, cells []Cell, ref *Cell, colours map[strin
 	}
 	slices.SortFunc(cats, numOrder)
 	names := seriesNames(s, cells)
-	type line struct {
-		name, colour string
-		pts          []catPoint
-	}
-	var lines []line
-	idx := map[string]int{}
-	ylo, yhi := math.Inf(1), math.Inf(-1)
-	for i, c := range cells {
-		j, ok := idx[names[i]]
-		if !ok {
-			j = len(lines)
-			idx[names[i]] = j
-			col := colours[names[i]]
-			if col == "" {
-				col = colour(len(colours) + j)
-			}
-			lines = append(lines, line{name: names[i], colour: col})
-		}
-		v, _, _, _ := central(c, s.Central)
-		pt := catPoint{x: slices.Index(cats, xKey(s, c)), y: v, lo: v - c.Stdev, hi: v + c.Stdev, whisker: c.N > 1 && c.Stdev > 0}
-		if v >= 0 && pt.lo < 0 {
-			pt.lo = 0 // a spread below zero of a value that cannot be: cut at the axis
-		}
-		lines[j].pts = append(lines[j].pts, pt)
-		ylo, yhi = math.Min(ylo, v), math.Max(yhi, v)
-		if pt.whisker {
-			ylo, yhi = math.Min(ylo, pt.lo), math.Max(yhi, pt.hi)
-		}
-	}
-	// The paper's numbers: one dashed series per drawn series they
-	// describe, at the same x.
-	type paperLine struct {
-		name, colour string
-		pts          []catPoint
-	}
-	var plines []paperLine
-	pidx := map[string]int{}
-	for _, pp := range p.Paper {
-		i := slices.IndexFunc(cells, func(c Cell) bool {
-			return c.Label() == pp.Label && c.Instances == pp.Instances && c.Params == pp.Params
-		})
-		if i < 0 {
-			continue
-		}
-		j, ok := pidx[names[i]]
-		if !ok {
-			j = len(plines)
-			pidx[names[i]] = j
-			plines = append(plines, paperLine{name: names[i], colour: lines[idx[names[i]]].colour})
-		}
-		plines[j].pts = append(plines[j].pts, catPoint{x: slices.Index(cats, xKey(s, cells[i])), y: pp.Value})
-		ylo, yhi = math.Min(ylo, pp.Value), math.Max(yhi, pp.Value)
-	}
+	lines, idx, ylo, yhi := runSeries(s, cells, names, cats, colours)
+	plines, plo, phi := paperSeries(s, p, cells, names, cats, lines, idx)
+	ylo, yhi = math.Min(ylo, plo), math.Max(yhi, phi)
 	var refV float64
 	if ref != nil {
 		refV, _, _, _ = central(*ref, s.Central)
@@ -543,23 +500,7 @@ func sectionLines(s Section, p Panel, cells []Cell, ref *Cell, colours map[strin
 	}
 	ymin, ymax, ystep := niceScale(ylo, yhi, maxYTicks)
 	plotW := float64(chartW - plotLeft - plotRight)
-	var items []legendItem
-	for _, l := range lines {
-		name := l.name
-		for j, c := range cells {
-			if names[j] == l.name && s.Marks[c.Label()] != "" {
-				name += " — " + s.Marks[c.Label()]
-				break
-			}
-		}
-		items = append(items, legendItem{name, l.colour})
-	}
-	if ref != nil {
-		items = append(items, legendItem{s.Reference + " (reference)", "#333"})
-	}
-	for _, pl := range plines {
-		items = append(items, legendItem{"the paper: " + pl.name, pl.colour})
-	}
+	items := linesLegend(s, cells, names, lines, plines, ref)
 	pos, lh := legendLayout(items, plotLeft, plotW)
 	height := float64(plotTop+plotH+50) + lh + 20
 	xlabel := "instances (evenly spaced)"
@@ -583,6 +524,100 @@ func sectionLines(s Section, p Panel, cells []Cell, ref *Cell, colours map[strin
 		w.printf(`<line class="reference" x1="%d" y1="%s" x2="%s" y2="%s" stroke="#333" stroke-width="1.5" stroke-dasharray="6 4"><title>%s</title></line>`,
 			plotLeft, f1(y(refV)), f1(plotLeft+plotW), f1(y(refV)), esc(fmt.Sprintf("%s: %s %s", s.Reference, num(refV), p.Unit)))
 	}
+	w.runLines(lines, cats, p.Unit, x, y)
+	w.paperLines(plines, cats, p.Unit, x, y)
+	note := fmt.Sprintf("%s per point · whiskers: ±1 stdev", s.Central)
+	if len(plines) > 0 {
+		note += " · ◆ the paper (its ratio × this baseline)"
+	}
+	w.legend(items, pos, float64(plotTop+plotH+50), note)
+	w.printf(`</svg>`)
+	return w.b.String()
+}
+
+// runSeries is the run's series of a line section, one per series name in
+// the order first seen, with idx from name to series and the lowest and
+// highest values drawn (whiskers included; ±Inf when there are none).
+func runSeries(s Section, cells []Cell, names, cats []string, colours map[string]string) (lines []catSeries, idx map[string]int, ylo, yhi float64) {
+	idx = map[string]int{}
+	ylo, yhi = math.Inf(1), math.Inf(-1)
+	for i, c := range cells {
+		j, ok := idx[names[i]]
+		if !ok {
+			j = len(lines)
+			idx[names[i]] = j
+			col := colours[names[i]]
+			if col == "" {
+				col = colour(len(colours) + j)
+			}
+			lines = append(lines, catSeries{name: names[i], colour: col})
+		}
+		v, _, _, _ := central(c, s.Central)
+		pt := catPoint{x: slices.Index(cats, xKey(s, c)), y: v, lo: v - c.Stdev, hi: v + c.Stdev, whisker: c.N > 1 && c.Stdev > 0}
+		if v >= 0 && pt.lo < 0 {
+			pt.lo = 0 // a spread below zero of a value that cannot be: cut at the axis
+		}
+		lines[j].pts = append(lines[j].pts, pt)
+		ylo, yhi = math.Min(ylo, v), math.Max(yhi, v)
+		if pt.whisker {
+			ylo, yhi = math.Min(ylo, pt.lo), math.Max(yhi, pt.hi)
+		}
+	}
+	return lines, idx, ylo, yhi
+}
+
+// paperSeries is the paper's numbers: one dashed series per drawn series
+// they describe, at the same x, in its colour; with the lowest and highest
+// of them (±Inf when there are none).
+func paperSeries(s Section, p Panel, cells []Cell, names, cats []string, lines []catSeries, idx map[string]int) (plines []catSeries, ylo, yhi float64) {
+	ylo, yhi = math.Inf(1), math.Inf(-1)
+	pidx := map[string]int{}
+	for _, pp := range p.Paper {
+		i := slices.IndexFunc(cells, func(c Cell) bool {
+			return c.Label() == pp.Label && c.Instances == pp.Instances && c.Params == pp.Params
+		})
+		if i < 0 {
+			continue
+		}
+		j, ok := pidx[names[i]]
+		if !ok {
+			j = len(plines)
+			pidx[names[i]] = j
+			plines = append(plines, catSeries{name: names[i], colour: lines[idx[names[i]]].colour})
+		}
+		plines[j].pts = append(plines[j].pts, catPoint{x: slices.Index(cats, xKey(s, cells[i])), y: pp.Value})
+		ylo, yhi = math.Min(ylo, pp.Value), math.Max(yhi, pp.Value)
+	}
+	return plines, ylo, yhi
+}
+
+// linesLegend is a line section's legend: the run's series (with the
+// section's mark for their platform), the reference, the paper's series.
+func linesLegend(s Section, cells []Cell, names []string, lines, plines []catSeries, ref *Cell) []legendItem {
+	var items []legendItem
+	for _, l := range lines {
+		name := l.name
+		for j, c := range cells {
+			if names[j] == l.name && s.Marks[c.Label()] != "" {
+				name += " — " + s.Marks[c.Label()]
+				break
+			}
+		}
+		items = append(items, legendItem{name, l.colour})
+	}
+	if ref != nil {
+		items = append(items, legendItem{s.Reference + " (reference)", "#333"})
+	}
+	for _, pl := range plines {
+		items = append(items, legendItem{"the paper: " + pl.name, pl.colour})
+	}
+	return items
+}
+
+// runLines draws the run's series, each nudged sideways so that whiskers
+// at one category do not hide each other: a polyline and a marker with
+// whiskers per point.
+func (w *svgWriter) runLines(lines []catSeries, cats []string, unit string, x func(int) float64, y func(float64) float64) {
 	n := len(lines)
 	for i, l := range lines {
 		dx := (float64(i) - float64(n-1)/2) * 5
@@ -604,10 +639,14 @@ func sectionLines(s Section, p Panel, cells []Cell, ref *Cell, colours map[strin
 					f1(xx), f1(y(pt.lo)), f1(y(pt.hi)), f1(xx-capHalf), f1(y(pt.lo)), f1(xx+capHalf), f1(xx-capHalf), f1(y(pt.hi)), f1(xx+capHalf), l.colour)
 			}
 			w.printf(`<circle cx="%s" cy="%s" r="%g" fill="%s" stroke="#fff" stroke-width="1"><title>%s</title></circle>`, f1(xx), f1(y(pt.y)), markerR, l.colour,
-				esc(fmt.Sprintf("%s at %s: %s %s", l.name, cats[pt.x], num(pt.y), p.Unit)))
+				esc(fmt.Sprintf("%s at %s: %s %s", l.name, cats[pt.x], num(pt.y), unit)))
 		}
 		w.printf(`</g>`)
 	}
+}
+
+// paperLines draws the paper's series: dashed polylines with diamonds.
+func (w *svgWriter) paperLines(plines []catSeries, cats []string, unit string, x func(int) float64, y func(float64) float64) {
 	for _, pl := range plines {
 		pts := slices.Clone(pl.pts)
 		slices.SortFunc(pts, func(a, b catPoint) int { return cmp.Compare(a.x, b.x) })
@@ -620,17 +659,10 @@ func sectionLines(s Section, p Panel, cells []Cell, ref *Cell, colours map[strin
 			w.printf(`<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5" stroke-dasharray="5 3"/>`, strings.Join(ps, " "), pl.colour)
 		}
 		for _, pt := range pts {
-			w.diamond(x(pt.x), y(pt.y), pl.colour, fmt.Sprintf("the paper: %s at %s: %s %s (its ratio to its baseline × this run's)", pl.name, cats[pt.x], num(pt.y), p.Unit))
+			w.diamond(x(pt.x), y(pt.y), pl.colour, fmt.Sprintf("the paper: %s at %s: %s %s (its ratio to its baseline × this run's)", pl.name, cats[pt.x], num(pt.y), unit))
 		}
 		w.printf(`</g>`)
 	}
-	note := fmt.Sprintf("%s per point · whiskers: ±1 stdev", s.Central)
-	if len(plines) > 0 {
-		note += " · ◆ the paper (its ratio × this baseline)"
-	}
-	w.legend(items, pos, float64(plotTop+plotH+50), note)
-	w.printf(`</svg>`)
-	return w.b.String()
 }
 
 // sectionBars draws the central value per platform as bars with the 95%

@@ -412,6 +412,8 @@ func parseCgroupLimits(out string) (cpus float64, memory int64, err error) {
 	return cpus, mem, nil
 }
 
+// testExec runs commands in one instance: stdio, exit codes, CopyIn, the
+// agent, the scratch dir and cancellation.
 func (s *suite) testExec(t *testing.T) {
 	inst := s.create(t, s.spec())
 	if inst.ID() == "" {
@@ -431,67 +433,8 @@ func (s *suite) testExec(t *testing.T) {
 			t.Errorf("Exec(true) without stdio: %v", err)
 		}
 	})
-	t.Run("stdin", func(t *testing.T) {
-		in := "line one\nline two\n"
-		out, _, err := run(s.ctx(t), inst, strings.NewReader(in), "cat")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out != in {
-			t.Errorf("cat echoed %q, want %q", out, in)
-		}
-		big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
-		out, _, err = run(s.ctx(t), inst, bytes.NewReader(big), "wc", "-c")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.TrimSpace(out) != strconv.Itoa(len(big)) {
-			t.Errorf("wc -c of 1 MiB stdin says %q", out)
-		}
-		out, _, err = run(s.ctx(t), inst, bytes.NewReader(big), "sha256sum")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := sha256hex(big); !strings.HasPrefix(out, want) {
-			t.Errorf("sha256sum of stdin inside %q, host %s", out, want)
-		}
-	})
-	t.Run("interactive", func(t *testing.T) {
-		// the agent's barrier: the host answers a line it read, and keeps
-		// stdin open; the exec must end when the command does
-		ctx := s.ctx(t)
-		inR, inW := io.Pipe()
-		defer inW.Close()
-		outR, outW := io.Pipe()
-		done := make(chan error, 1)
-		var errb syncBuffer
-		go func() {
-			err := inst.Exec(ctx, []string{"sh", "-c", "echo ready; read x; echo got $x"}, platform.ExecIO{Stdin: inR, Stdout: outW, Stderr: &errb})
-			outW.CloseWithError(io.EOF)
-			done <- err
-		}()
-		br := bufio.NewReader(outR)
-		line, err := br.ReadString('\n')
-		if err != nil || line != "ready\n" {
-			t.Fatalf("first line %q, %v (stderr %q)", line, err, errb.String())
-		}
-		if _, err := io.WriteString(inW, "go\n"); err != nil {
-			t.Fatal(err)
-		}
-		line, err = br.ReadString('\n')
-		if err != nil || line != "got go\n" {
-			t.Fatalf("second line %q, %v", line, err)
-		}
-		go io.Copy(io.Discard, br)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Exec with stdin left open: %v", err)
-			}
-		case <-ctx.Done():
-			t.Fatal("Exec did not return after the command ended while stdin stayed open")
-		}
-	})
+	t.Run("stdin", func(t *testing.T) { s.execStdin(t, inst) })
+	t.Run("interactive", func(t *testing.T) { s.execInteractive(t, inst) })
 	t.Run("exit_code", func(t *testing.T) {
 		_, _, err := run(s.ctx(t), inst, nil, "sh", "-c", "exit 3")
 		var ee *platform.ExitError
@@ -506,35 +449,7 @@ func (s *suite) testExec(t *testing.T) {
 			t.Error("a command that does not exist succeeded")
 		}
 	})
-	t.Run("copy_in", func(t *testing.T) {
-		ctx := s.ctx(t)
-		host := filepath.Join(t.TempDir(), "src")
-		content := "conformance " + randomHex(8) + "\n"
-		if err := os.WriteFile(host, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		guest := "/tmp/conformance-" + s.tag + "/sub/file.txt"
-		if err := inst.CopyIn(ctx, host, guest, 0o750); err != nil {
-			t.Fatalf("CopyIn: %v", err)
-		}
-		if got := mustRun(t, ctx, inst, "cat", guest); got != content {
-			t.Errorf("copied file reads %q, want %q", got, content)
-		}
-		if got := strings.TrimSpace(mustRun(t, ctx, inst, "stat", "-c", "%a", guest)); got != "750" {
-			t.Errorf("copied file mode %s, want 750", got)
-		}
-		// overwrite
-		content2 := strings.Repeat("x", 100000)
-		if err := os.WriteFile(host, []byte(content2), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := inst.CopyIn(ctx, host, guest, 0o644); err != nil {
-			t.Fatalf("CopyIn over an existing file: %v", err)
-		}
-		if got := mustRun(t, ctx, inst, "cat", guest); got != content2 {
-			t.Errorf("overwritten file has %d bytes, want %d", len(got), len(content2))
-		}
-	})
+	t.Run("copy_in", func(t *testing.T) { s.execCopyIn(t, inst) })
 	t.Run("agent", func(t *testing.T) {
 		out := mustRun(t, s.ctx(t), inst, platform.AgentPlaceholder, "agent", "hello")
 		if !hasHello(out) {
@@ -547,42 +462,142 @@ func (s *suite) testExec(t *testing.T) {
 			t.Errorf("scratch dir probe printed %q", out)
 		}
 	})
-	t.Run("cancel", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(s.ctx(t))
-		defer cancel()
-		started := make(chan struct{})
-		w := &signalWriter{ch: started}
-		done := make(chan error, 1)
-		go func() {
-			done <- inst.Exec(ctx, []string{"sh", "-c", "echo started; exec sleep 100000"}, platform.ExecIO{Stdout: w})
-		}()
-		select {
-		case <-started:
-		case err := <-done:
-			t.Fatalf("sleep ended before it was cancelled: %v", err)
-		case <-s.ctx(t).Done():
-			t.Fatal("the command never started")
+	t.Run("cancel", func(t *testing.T) { s.execCancel(t, inst) })
+}
+
+// execStdin: a command reads its stdin to the end, 1 MiB of it intact.
+func (s *suite) execStdin(t *testing.T, inst platform.Instance) {
+	in := "line one\nline two\n"
+	out, _, err := run(s.ctx(t), inst, strings.NewReader(in), "cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != in {
+		t.Errorf("cat echoed %q, want %q", out, in)
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	out, _, err = run(s.ctx(t), inst, bytes.NewReader(big), "wc", "-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(out) != strconv.Itoa(len(big)) {
+		t.Errorf("wc -c of 1 MiB stdin says %q", out)
+	}
+	out, _, err = run(s.ctx(t), inst, bytes.NewReader(big), "sha256sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sha256hex(big); !strings.HasPrefix(out, want) {
+		t.Errorf("sha256sum of stdin inside %q, host %s", out, want)
+	}
+}
+
+// execInteractive: the agent's barrier: the host answers a line it read, and
+// keeps stdin open; the exec must end when the command does.
+func (s *suite) execInteractive(t *testing.T, inst platform.Instance) {
+	ctx := s.ctx(t)
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	var errb syncBuffer
+	go func() {
+		err := inst.Exec(ctx, []string{"sh", "-c", "echo ready; read x; echo got $x"}, platform.ExecIO{Stdin: inR, Stdout: outW, Stderr: &errb})
+		outW.CloseWithError(io.EOF)
+		done <- err
+	}()
+	br := bufio.NewReader(outR)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("first line %q, %v (stderr %q)", line, err, errb.String())
+	}
+	if _, err := io.WriteString(inW, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err = br.ReadString('\n')
+	if err != nil || line != "got go\n" {
+		t.Fatalf("second line %q, %v", line, err)
+	}
+	go io.Copy(io.Discard, br)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Exec with stdin left open: %v", err)
 		}
-		cancel()
-		select {
-		case err := <-done:
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("cancelled Exec returned %v, want an error wrapping context.Canceled", err)
-			}
-		case <-s.ctx(t).Done():
-			t.Fatal("Exec did not return after its context was cancelled")
+	case <-ctx.Done():
+		t.Fatal("Exec did not return after the command ended while stdin stayed open")
+	}
+}
+
+// execCopyIn: CopyIn creates the guest path's directories, sets the mode
+// and overwrites an existing file.
+func (s *suite) execCopyIn(t *testing.T, inst platform.Instance) {
+	ctx := s.ctx(t)
+	host := filepath.Join(t.TempDir(), "src")
+	content := "conformance " + randomHex(8) + "\n"
+	if err := os.WriteFile(host, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	guest := "/tmp/conformance-" + s.tag + "/sub/file.txt"
+	if err := inst.CopyIn(ctx, host, guest, 0o750); err != nil {
+		t.Fatalf("CopyIn: %v", err)
+	}
+	if got := mustRun(t, ctx, inst, "cat", guest); got != content {
+		t.Errorf("copied file reads %q, want %q", got, content)
+	}
+	if got := strings.TrimSpace(mustRun(t, ctx, inst, "stat", "-c", "%a", guest)); got != "750" {
+		t.Errorf("copied file mode %s, want 750", got)
+	}
+	// overwrite
+	content2 := strings.Repeat("x", 100000)
+	if err := os.WriteFile(host, []byte(content2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.CopyIn(ctx, host, guest, 0o644); err != nil {
+		t.Fatalf("CopyIn over an existing file: %v", err)
+	}
+	if got := mustRun(t, ctx, inst, "cat", guest); got != content2 {
+		t.Errorf("overwritten file has %d bytes, want %d", len(got), len(content2))
+	}
+}
+
+// execCancel: cancelling Exec's context ends it with context.Canceled and
+// leaves the instance usable.
+func (s *suite) execCancel(t *testing.T, inst platform.Instance) {
+	ctx, cancel := context.WithCancel(s.ctx(t))
+	defer cancel()
+	started := make(chan struct{})
+	w := &signalWriter{ch: started}
+	done := make(chan error, 1)
+	go func() {
+		done <- inst.Exec(ctx, []string{"sh", "-c", "echo started; exec sleep 100000"}, platform.ExecIO{Stdout: w})
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("sleep ended before it was cancelled: %v", err)
+	case <-s.ctx(t).Done():
+		t.Fatal("the command never started")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled Exec returned %v, want an error wrapping context.Canceled", err)
 		}
-		// Whether the command was killed is reported, not required: some
-		// engines (docker with runtimes other than runc) cannot kill an
-		// exec'd process.
-		if ps, _, err := run(s.ctx(t), inst, nil, "ps", "-o", "args"); err == nil && strings.Contains(ps, "sleep 100000") {
-			t.Logf("note: the cancelled command is still running inside the instance")
-		}
-		// the instance is still usable
-		if out := mustRun(t, s.ctx(t), inst, "echo", "alive"); out != "alive\n" {
-			t.Errorf("after a cancelled exec, echo printed %q", out)
-		}
-	})
+	case <-s.ctx(t).Done():
+		t.Fatal("Exec did not return after its context was cancelled")
+	}
+	// Whether the command was killed is reported, not required: some
+	// engines (docker with runtimes other than runc) cannot kill an
+	// exec'd process.
+	if ps, _, err := run(s.ctx(t), inst, nil, "ps", "-o", "args"); err == nil && strings.Contains(ps, "sleep 100000") {
+		t.Logf("note: the cancelled command is still running inside the instance")
+	}
+	// the instance is still usable
+	if out := mustRun(t, s.ctx(t), inst, "echo", "alive"); out != "alive\n" {
+		t.Errorf("after a cancelled exec, echo printed %q", out)
+	}
 }
 
 func (s *suite) testStorage(t *testing.T) {

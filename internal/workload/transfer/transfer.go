@@ -506,6 +506,18 @@ func (s *server) finish(ctx context.Context) ([]sample.Metric, error) {
 	return service.WithInstanceReady(ms, s.hostReady), nil
 }
 
+// clientOut is one measured client's transfer: how long it took, why it
+// failed, where it received and what its tool reported.
+type clientOut struct {
+	dur time.Duration
+	err error
+	dir string
+	cr  clientResult
+}
+
+// do runs one repetition: it starts a server in every instance and
+// neighbour, runs the clients at once (busy neighbours moving the data
+// meanwhile), checks what arrived and returns each client's metrics.
 func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	if err := r.secrets(ctx); err != nil {
 		return nil, err
@@ -523,8 +535,73 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 			return nil, err
 		}
 	}
-	servers := make([]*server, n+nb)
-	err := par.Each(n+nb, func(i int) error {
+	servers, err := r.startServers(ctx, n, nb, c, busy, inject)
+	defer func() {
+		for _, s := range servers {
+			if s != nil && !s.closed {
+				s.sess.Abort()
+				s.closed = true
+			}
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+
+	stopBusy, bwg := r.busyNeighbours(ctx, servers, n, nb, busy, src)
+	outs, err := r.runClients(ctx, servers, n, c)
+	if err != nil {
+		stopBusy()
+		return nil, err
+	}
+	stopBusy()
+	bwg.Wait()
+
+	var errs []error
+	for k, o := range outs {
+		if o.err != nil {
+			errs = append(errs, fmt.Errorf("client %d of instance %d: %w", k%c, k/c, o.err))
+		}
+	}
+	// downloads are verified here, uploads by each server when it stops
+	if !upload && !mail {
+		verrs, err := r.verifyDownloads(outs, c, inject)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, verrs...)
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	ready := make([][]sample.Metric, n)
+	for i, s := range servers {
+		if s == nil {
+			continue
+		}
+		ms, err := s.finish(fctx)
+		if err != nil && i < n {
+			errs = append(errs, fmt.Errorf("instance %d: %w", i, err))
+		}
+		if i < n {
+			ready[i] = ms
+		}
+	}
+	if mail && r.p.Str("client") == "postal" && len(errs) == 0 {
+		errs = append(errs, postalDelivered(outs, ready, n, c)...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("transfer %s: %w", r.proto, err)
+	}
+	return r.results(outs, ready, servers[0].facts["network"]), nil
+}
+
+// startServers starts a server in each of the n measured instances (with
+// c clients and inject) and in each of the nb neighbours (one client,
+// nothing injected), or creates the neighbours idle when they are not
+// busy. servers has the ones started even when err is not nil.
+func (r *run) startServers(ctx context.Context, n, nb, c int, busy bool, inject string) (servers []*server, err error) {
+	servers = make([]*server, n+nb)
+	err = par.Each(n+nb, func(i int) error {
 		cl, inj := c, inject
 		if i >= n {
 			cl, inj = 1, InjectNone
@@ -546,26 +623,19 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		servers[i] = s
 		return err
 	})
-	defer func() {
-		for _, s := range servers {
-			if s != nil && !s.closed {
-				s.sess.Abort()
-				s.closed = true
-			}
-		}
-	}()
-	if err != nil {
-		return nil, err
-	}
+	return servers, err
+}
 
-	// busy neighbours: a client of their own moving the data again and
-	// again until the measured clients are done
-	bctx, stopBusy := context.WithCancel(ctx)
-	var bwg sync.WaitGroup
+// busyNeighbours starts, when busy, a client of their own for each of the
+// neighbours (servers n to n+nb-1), moving the data again and again until
+// stop is called; wg is done once they have stopped.
+func (r *run) busyNeighbours(ctx context.Context, servers []*server, n, nb int, busy bool, src string) (stop context.CancelFunc, wg *sync.WaitGroup) {
+	bctx, stop := context.WithCancel(ctx)
+	wg = &sync.WaitGroup{}
 	for i := n; i < n+nb && busy; i++ {
-		bwg.Add(1)
+		wg.Add(1)
 		go func(i int) {
-			defer bwg.Done()
+			defer wg.Done()
 			for k := 0; bctx.Err() == nil; k++ {
 				dir := filepath.Join(r.tmp, fmt.Sprintf("busy%d-%d", i, k))
 				r.client(bctx, servers[i], 0, src, dir)
@@ -573,14 +643,14 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 			}
 		}(i)
 	}
+	return stop, wg
+}
 
-	type out struct {
-		dur time.Duration
-		err error
-		dir string
-		cr  clientResult
-	}
-	outs := make([]out, n*c)
+// runClients prepares c clients for each of the n measured servers, then
+// starts them all at once and waits for them; outs[i*c+j] is client j of
+// instance i.
+func (r *run) runClients(ctx context.Context, servers []*server, n, c int) ([]clientOut, error) {
+	outs := make([]clientOut, n*c)
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -590,7 +660,6 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 			outs[k].dir = dir
 			prep, err := r.prepareClient(servers[i], j, dir, &outs[k].cr)
 			if err != nil {
-				stopBusy()
 				return nil, err
 			}
 			wg.Add(1)
@@ -605,78 +674,61 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	}
 	close(gate)
 	wg.Wait()
-	stopBusy()
-	bwg.Wait()
+	return outs, nil
+}
 
-	var errs []error
+// verifyDownloads checks what each client that succeeded received against
+// the data set (damaging the first client's first file first with
+// inject=truncate) and removes it; errs says which clients' data differ,
+// err why the damage could not be done.
+func (r *run) verifyDownloads(outs []clientOut, c int, inject string) (errs []error, err error) {
 	for k, o := range outs {
 		if o.err != nil {
-			errs = append(errs, fmt.Errorf("client %d of instance %d: %w", k%c, k/c, o.err))
-		}
-	}
-	// downloads are verified here, uploads by each server when it stops
-	if !upload && !mail {
-		for k, o := range outs {
-			if o.err != nil {
-				continue
-			}
-			got := filepath.Join(o.dir, "data")
-			if k == 0 && inject == InjectTruncate {
-				if err := damage(filepath.Join(got, r.ds.Files()[0].Path)); err != nil {
-					return nil, err
-				}
-			}
-			if _, err := r.ds.Verify(got); err != nil {
-				errs = append(errs, fmt.Errorf("client %d of instance %d: %w", k%c, k/c, err))
-			}
-			os.RemoveAll(o.dir)
-		}
-	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-	defer cancel()
-	ready := make([][]sample.Metric, n)
-	for i, s := range servers {
-		if s == nil {
 			continue
 		}
-		ms, err := s.finish(fctx)
-		if err != nil && i < n {
-			errs = append(errs, fmt.Errorf("instance %d: %w", i, err))
-		}
-		if i < n {
-			ready[i] = ms
-		}
-	}
-	if mail && r.p.Str("client") == "postal" && len(errs) == 0 {
-		// postal's bodies are random: the count is what can be checked
-		for i := 0; i < n; i++ {
-			var sent int64
-			for j := 0; j < c; j++ {
-				sent += outs[i*c+j].cr.sent
-			}
-			delivered := -1.0
-			for _, m := range ready[i] {
-				if m.Name == "delivered" {
-					delivered = m.Value
-				}
-			}
-			// postal does not report its last, partial minute
-			if delivered < float64(sent) {
-				errs = append(errs, fmt.Errorf("instance %d: postal reported %d messages sent, %v were delivered", i, sent, delivered))
+		got := filepath.Join(o.dir, "data")
+		if k == 0 && inject == InjectTruncate {
+			if err := damage(filepath.Join(got, r.ds.Files()[0].Path)); err != nil {
+				return nil, err
 			}
 		}
+		if _, err := r.ds.Verify(got); err != nil {
+			errs = append(errs, fmt.Errorf("client %d of instance %d: %w", k%c, k/c, err))
+		}
+		os.RemoveAll(o.dir)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("transfer %s: %w", r.proto, err)
-	}
+	return errs, nil
+}
 
-	network := servers[0].facts["network"]
-	if network == "" {
-		network = "unknown"
+// postalDelivered checks, for each instance, that its server delivered at
+// least as many messages as its postal clients reported sent: postal's
+// bodies are random, so the count is what can be checked.
+func postalDelivered(outs []clientOut, ready [][]sample.Metric, n, c int) []error {
+	var errs []error
+	for i := 0; i < n; i++ {
+		var sent int64
+		for j := 0; j < c; j++ {
+			sent += outs[i*c+j].cr.sent
+		}
+		delivered := -1.0
+		for _, m := range ready[i] {
+			if m.Name == "delivered" {
+				delivered = m.Value
+			}
+		}
+		// postal does not report its last, partial minute
+		if delivered < float64(sent) {
+			errs = append(errs, fmt.Errorf("instance %d: postal reported %d messages sent, %v were delivered", i, sent, delivered))
+		}
 	}
-	files := float64(len(r.ds.Files()))
+	return errs
+}
+
+// dataTag is the data tag of the results: the data set, or for mail the
+// messages sent and their size.
+func (r *run) dataTag() string {
 	data := r.ds.String()
-	if mail {
+	if r.proto == SMTP {
 		data = "mail/" + r.p.Str("messages") + "/" + strconv.FormatInt(r.p.Size("size"), 10)
 		if r.p.Str("client") == "postal" {
 			data = "postal/" + r.p.Str("duration") + "/" + strconv.FormatInt(r.p.Size("size"), 10)
@@ -685,6 +737,20 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 			}
 		}
 	}
+	return data
+}
+
+// results are the clients' metrics and tags, one result per client, the
+// first client of each instance with its server's metrics (ready).
+func (r *run) results(outs []clientOut, ready [][]sample.Metric, network string) []workload.InstanceResult {
+	n, c, nb := r.env.Instances, r.p.Int("clients"), r.p.Int("neighbours")
+	busy := r.p.Bool("neighbours-busy")
+	mail := r.proto == SMTP
+	if network == "" {
+		network = "unknown"
+	}
+	files := float64(len(r.ds.Files()))
+	data := r.dataTag()
 	res := make([]workload.InstanceResult, 0, n*c)
 	for k, o := range outs {
 		ms := r.metrics(o.dur, files)
@@ -720,7 +786,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		}
 		res = append(res, workload.InstanceResult{Instance: k, Metrics: ms, Tags: tags})
 	}
-	return res, nil
+	return res
 }
 
 // metrics of one client's transfer that took d.
