@@ -652,6 +652,10 @@ func (r *run) busyNeighbours(ctx context.Context, servers []*server, n, nb int, 
 func (r *run) runClients(ctx context.Context, servers []*server, n, c int) ([]clientOut, error) {
 	outs := make([]clientOut, n*c)
 	gate := make(chan struct{})
+	// aborted, set before the gate opens, sends the clients already
+	// prepared home when a later one cannot be: none of them may wait at
+	// the gate for ever
+	aborted := false
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		for j := 0; j < c; j++ {
@@ -660,12 +664,18 @@ func (r *run) runClients(ctx context.Context, servers []*server, n, c int) ([]cl
 			outs[k].dir = dir
 			prep, err := r.prepareClient(servers[i], j, dir, &outs[k].cr)
 			if err != nil {
+				aborted = true
+				close(gate)
+				wg.Wait()
 				return nil, err
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				<-gate
+				if aborted {
+					return
+				}
 				t0 := time.Now()
 				err := prep(ctx)
 				outs[k].dur, outs[k].err = time.Since(t0), err
