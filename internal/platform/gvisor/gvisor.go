@@ -51,6 +51,9 @@ var Factory = platform.Factory{
 	// the sentry schedules the sandbox's tasks; sched_setaffinity inside is emulated
 	OwnCPUs: true,
 	Cost:    platform.Cost{Instance: 800 * time.Millisecond},
+	// runsc run and its sandbox, gofer... processes (runsc-*); its state
+	// under --root hostnet.RunDir/runsc
+	Sweep: local.Sweep(local.Traits{Code: Code, Engines: []string{Binary + "*"}, Runtime: Binary}),
 }
 
 // Code is the letter gvisor's host objects carry after local.Prefix

@@ -68,6 +68,10 @@ var Factory = platform.Factory{
 	Extra: []string{"boot"},
 	New:   New,
 	Cost:  platform.Cost{Instance: 700 * time.Millisecond},
+	// systemd-nspawn names the machine, nsenter (Exec) enters it; nspawn
+	// keeps per-machine files under /run/systemd/nspawn
+	Sweep: local.Sweep(local.Traits{Code: Code, Engines: []string{"systemd-nspawn", "nsenter"},
+		EngineFiles: []string{"/run/systemd/nspawn/propagate", "/run/systemd/nspawn/locks"}, EngineFilesKind: "nspawn-state"}),
 	Image: func(o platform.Options) string {
 		if boot, _ := parseBoot(o.Extra["boot"]); boot {
 			return image.Debian // systemd to boot
