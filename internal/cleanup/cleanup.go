@@ -14,19 +14,17 @@
 //     with an owner record (pid, tap, disk, volume, cgroup; package
 //     vmowner), the tap, the disk and volume under the state directory,
 //     the cgroup isobench/<the run directory's name>, the qemu process,
-//     and overlays and cgroups whose run directory is gone. This package
-//     decides whose run is dead (by run token, or by the platform's own
-//     verdict, Leftover.Judge: a VM's by its owner's pid) and removes
-//     them (scanSweeps).
-//   - LXC, runc, crun, gVisor, systemd-nspawn ("local" instances, ids
-//     isob-<code><hex>): the engine's foreground process (lxc-execute, runc
-//     run, runsc run, systemd-nspawn; a child of the isobench process),
-//     the runtime's state (/run/isobench/<runtime>/<id>), the instance
-//     directory (state dir instances/<id>) with its overlay mount, LXC's
-//     container directory (state dir lxc/<id>), cgroups
-//     (isobench/<id>, lxc.payload.<id>, lxc.monitor.<id>), the network
-//     namespace (/run/netns/<id>), the veth (isv<code><hex>) and the
-//     bridge lease.
+//     and overlays and cgroups whose run directory is gone; the local
+//     platforms (LXC, runc, crun, gVisor, systemd-nspawn; package
+//     platform/local's Sweep with each engine's Traits) their instances
+//     (ids isob-<code><hex>, without the run's token), each with its
+//     engine's processes, its runtime's state, its instance directory and
+//     overlay mount, its network namespace, veth and cgroups and what
+//     else the engine keeps. This package decides whose run is dead (by
+//     run token, by the platform's own verdict, Leftover.Judge: a VM's by
+//     its owner's pid, or, for an instance without a token, by what it
+//     left: traceDead) and removes them (scanSweeps), with the bridge
+//     leases of the instances found dead.
 //   - native: scratch directories $TMPDIR/isobench-native/<name>-<rand>,
 //     cgroups isobench/<that directory's name>, and the agent processes.
 //   - the bridge isobr0, its FORWARD rule and the leases (package hostnet).
@@ -53,11 +51,12 @@
 //     running.
 //   - QEMU VMs are dead when the isobench process their owner record
 //     names is gone (the qemu platform's Leftover.Judge).
-//   - Local instances (ids without the token) are dead when their engine
-//     process was orphaned (its parent is init: the isobench process that
-//     started it died), or, with no engine process left, when their lease
-//     belongs to a dead process, or their instance directory is in a state
-//     directory that only dead runs used.
+//   - Instances without a token (Leftover.Untokened: the local
+//     platforms') are dead when their engine process was orphaned (its
+//     parent is init: the isobench process that started it died), or,
+//     with no engine process left, when their lease belongs to a dead
+//     process, or their instance directory is in a state directory that
+//     only dead runs used.
 //   - An object with none of these signs (no token, no process, no lease)
 //     is removed only when no other isobench process (isobench itself or
 //     a test binary of it) is alive on the host: then nothing is live.
@@ -134,7 +133,8 @@ type Options struct {
 	RecordDir string
 	// Platforms are the platforms whose own Sweep (platform.Factory.Sweep)
 	// lists what they leave (Docker's and Podman's containers, LXD's
-	// instances, QEMU's VMs); nil: none of those is searched.
+	// instances, QEMU's VMs, the local platforms' instances); nil: none of
+	// those is searched.
 	Platforms platform.Registry
 }
 

@@ -274,21 +274,3 @@ func (in *Instance) Stop(ctx context.Context) {
 func (in *Instance) Remove(ctx context.Context) error {
 	return local.RemoveCommand(ctx, in.p.command(in.rnet, "delete", "--force", in.ID()), "runsc delete "+in.ID())
 }
-
-// Leftovers lists what gvisor instances left on this host: containers in
-// runsc's state, and (see local.Leftovers) network namespaces, veths,
-// leases, instance directories, mounts and cgroups.
-func Leftovers(ctx context.Context, stateDir string) ([]string, error) {
-	out := local.Leftovers(stateDir, Code)
-	root := filepath.Join(hostnet.RunDir, Binary)
-	if _, err := os.Stat(root); err == nil {
-		b, err := exec.CommandContext(ctx, Binary, "--root", root, "list", "-quiet").Output()
-		if err != nil {
-			return nil, fmt.Errorf("runsc list: %w", err)
-		}
-		for _, c := range strings.Fields(string(b)) {
-			out = append(out, "container "+c)
-		}
-	}
-	return out, nil
-}

@@ -439,25 +439,3 @@ func removeCgroups(id string) error {
 	}
 	return errors.Join(errs...)
 }
-
-// Leftovers lists what LXC instances left on this host: container
-// directories in the lxcpath, LXC's cgroups (lxc.payload.*, lxc.monitor.*)
-// and, see local.Leftovers, veths, leases, instance directories and mounts.
-func Leftovers(ctx context.Context, stateDir string) ([]string, error) {
-	out := local.Leftovers(stateDir, Code)
-	mine := local.Prefix + Code
-	if es, err := os.ReadDir(LXCPath(stateDir)); err == nil {
-		for _, e := range es {
-			if strings.HasPrefix(e.Name(), mine) {
-				out = append(out, "container "+e.Name())
-			}
-		}
-	}
-	for _, pat := range []string{"/sys/fs/cgroup/*/lxc.*." + mine + "*", "/sys/fs/cgroup/lxc.*." + mine + "*"} {
-		m, _ := filepath.Glob(pat)
-		for _, x := range m {
-			out = append(out, "cgroup "+x)
-		}
-	}
-	return out, nil
-}

@@ -44,7 +44,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -351,20 +350,3 @@ func (in *Instance) Stop(ctx context.Context) {
 
 // Remove implements local.Engine: the instance's cgroup.
 func (in *Instance) Remove(ctx context.Context) error { return in.cg.remove() }
-
-// Leftovers lists what nspawn instances left on this host (see
-// local.Leftovers): network namespaces, veths, leases, instance
-// directories, mounts under stateDir and cgroups, plus nspawn's per-machine
-// state under /run/systemd/nspawn.
-func Leftovers(ctx context.Context, stateDir string) ([]string, error) {
-	out := local.Leftovers(stateDir, Code)
-	for _, d := range []string{"/run/systemd/nspawn/propagate", "/run/systemd/nspawn/locks"} {
-		es, _ := os.ReadDir(d)
-		for _, e := range es {
-			if strings.Contains(e.Name(), local.Prefix+Code) {
-				out = append(out, "nspawn-state "+filepath.Join(d, e.Name()))
-			}
-		}
-	}
-	return out, nil
-}

@@ -307,25 +307,3 @@ func (in *Instance) Stop(ctx context.Context) {
 func (in *Instance) Remove(ctx context.Context) error {
 	return local.RemoveCommand(ctx, in.p.command("delete", "--force", in.ID()), in.p.runtime+" delete "+in.ID())
 }
-
-// Leftovers lists what runtime instances left on this host: containers in
-// the runtime's state, and (see local.Leftovers) network namespaces,
-// veths, leases, instance directories, mounts and cgroups.
-func Leftovers(ctx context.Context, runtime, stateDir string) ([]string, error) {
-	p, err := New(ctx, runtime, platform.Options{}, platform.Env{AgentBinary: "-", StateDir: stateDir})
-	if err != nil {
-		return nil, err
-	}
-	out := local.Leftovers(stateDir, p.Code())
-	if _, err := os.Stat(p.root); err == nil {
-		argv := p.command("list", "-q")
-		b, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
-		if err != nil {
-			return nil, fmt.Errorf("%s list: %w", runtime, err)
-		}
-		for _, c := range strings.Fields(string(b)) {
-			out = append(out, "container "+c)
-		}
-	}
-	return out, nil
-}
