@@ -14,19 +14,17 @@
 //     with an owner record (pid, tap, disk, volume, cgroup; package
 //     vmowner), the tap, the disk and volume under the state directory,
 //     the cgroup isobench/<the run directory's name>, the qemu process,
-//     and overlays and cgroups whose run directory is gone. This package
-//     decides whose run is dead (by run token, or by the platform's own
-//     verdict, Leftover.Judge: a VM's by its owner's pid) and removes
-//     them (scanSweeps).
-//   - LXC, runc, crun, gVisor, systemd-nspawn ("local" instances, ids
-//     isob-<code><hex>): the engine's foreground process (lxc-execute, runc
-//     run, runsc run, systemd-nspawn; a child of the isobench process),
-//     the runtime's state (/run/isobench/<runtime>/<id>), the instance
-//     directory (state dir instances/<id>) with its overlay mount, LXC's
-//     container directory (state dir lxc/<id>), cgroups
-//     (isobench/<id>, lxc.payload.<id>, lxc.monitor.<id>), the network
-//     namespace (/run/netns/<id>), the veth (isv<code><hex>) and the
-//     bridge lease.
+//     and overlays and cgroups whose run directory is gone; the local
+//     platforms (LXC, runc, crun, gVisor, systemd-nspawn; package
+//     platform/local's Sweep with each engine's Traits) their instances
+//     (ids isob-<code><hex>, without the run's token), each with its
+//     engine's processes, its runtime's state, its instance directory and
+//     overlay mount, its network namespace, veth and cgroups and what
+//     else the engine keeps. This package decides whose run is dead (by
+//     run token, by the platform's own verdict, Leftover.Judge: a VM's by
+//     its owner's pid, or, for an instance without a token, by what it
+//     left: traceDead) and removes them (scanSweeps), with the bridge
+//     leases of the instances found dead.
 //   - native: scratch directories $TMPDIR/isobench-native/<name>-<rand>,
 //     cgroups isobench/<that directory's name>, and the agent processes.
 //   - the bridge isobr0, its FORWARD rule and the leases (package hostnet).
@@ -53,11 +51,12 @@
 //     running.
 //   - QEMU VMs are dead when the isobench process their owner record
 //     names is gone (the qemu platform's Leftover.Judge).
-//   - Local instances (ids without the token) are dead when their engine
-//     process was orphaned (its parent is init: the isobench process that
-//     started it died), or, with no engine process left, when their lease
-//     belongs to a dead process, or their instance directory is in a state
-//     directory that only dead runs used.
+//   - Instances without a token (Leftover.Untokened: the local
+//     platforms') are dead when their engine process was orphaned (its
+//     parent is init: the isobench process that started it died), or,
+//     with no engine process left, when their lease belongs to a dead
+//     process, or their instance directory is in a state directory that
+//     only dead runs used.
 //   - An object with none of these signs (no token, no process, no lease)
 //     is removed only when no other isobench process (isobench itself or
 //     a test binary of it) is alive on the host: then nothing is live.
@@ -66,17 +65,16 @@ package cleanup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
@@ -135,7 +133,8 @@ type Options struct {
 	RecordDir string
 	// Platforms are the platforms whose own Sweep (platform.Factory.Sweep)
 	// lists what they leave (Docker's and Podman's containers, LXD's
-	// instances, QEMU's VMs); nil: none of those is searched.
+	// instances, QEMU's VMs, the local platforms' instances); nil: none of
+	// those is searched.
 	Platforms platform.Registry
 }
 
@@ -155,7 +154,6 @@ func Scan(ctx context.Context, o Options) (*Plan, error) {
 			p.DeadRuns = append(p.DeadRuns, r)
 		}
 	}
-	w.scanLocal(ctx, p)
 	w.scanSweeps(ctx, p)
 	w.scanNative(p)
 	w.scanLeases(p)
@@ -355,34 +353,6 @@ func procs() map[int]*proc {
 	return out
 }
 
-// mentioning lists the processes whose command line holds s, and of them
-// the roots: those whose parent does not also mention s.
-func (w *world) mentioning(s string) (all, roots []*proc) {
-	in := map[int]bool{}
-	for _, p := range w.procs {
-		if p.pid == w.self {
-			continue
-		}
-		for _, a := range p.argv {
-			if strings.Contains(a, s) {
-				all = append(all, p)
-				in[p.pid] = true
-				break
-			}
-		}
-	}
-	for _, p := range all {
-		if !in[p.ppid] {
-			roots = append(roots, p)
-		}
-	}
-	sort.Slice(roots, func(i, j int) bool { return roots[i].pid < roots[j].pid })
-	return all, roots
-}
-
-// orphan reports whether p's creator died: it was reparented to init.
-func orphan(p *proc) bool { return p.ppid == 1 }
-
 // killTree kills pid's descendants, then pid (runrec.KillTree).
 func (w *world) killTree(pid int) error {
 	parent := make(map[int]int, len(w.procs))
@@ -400,8 +370,6 @@ func (w *world) leaseOf(owner string) (hostnet.LeaseInfo, bool) {
 	}
 	return hostnet.LeaseInfo{}, false
 }
-
-var localID = regexp.MustCompile(`isob-[a-z][0-9a-f]{8}`)
 
 // listTimeout bounds asking an engine for its containers (a wedged
 // daemon must not hang a run's start).
@@ -422,215 +390,11 @@ const (
 	orderBridge
 )
 
-// scanLocal finds local instances (LXC, runc, crun, gVisor, nspawn).
-func (w *world) scanLocal(ctx context.Context, p *Plan) {
-	ids := map[string]string{} // id -> state dir where its directory is
-	note := func(id, sd string) {
-		if strings.HasPrefix(id, "isob-x") { // LXD: its Factory.Sweep lists them (scanSweeps)
-			return
-		}
-		if _, ok := ids[id]; !ok || sd != "" {
-			ids[id] = sd
-		}
-	}
-	for _, sd := range w.stateDirs {
-		for _, sub := range []string{"instances", "lxc"} {
-			es, _ := os.ReadDir(filepath.Join(sd, sub))
-			for _, e := range es {
-				if localID.MatchString(e.Name()) && strings.HasPrefix(e.Name(), "isob-") {
-					note(e.Name(), sd)
-				}
-			}
-		}
-	}
-	es, _ := os.ReadDir("/run/netns")
-	for _, e := range es {
-		if m := localID.FindString(e.Name()); m == e.Name() {
-			note(m, "")
-		}
-	}
-	for _, l := range hostnet.Links("isv") {
-		if len(l) == 12 {
-			note("isob-"+l[3:], "")
-		}
-	}
-	for _, rt := range []string{"runc", "crun", "runsc"} {
-		es, _ := os.ReadDir(filepath.Join(hostnet.RunDir, rt))
-		for _, e := range es {
-			if m := localID.FindString(e.Name()); m != "" {
-				note(m, "")
-			}
-		}
-	}
-	for _, c := range cgroupDirs() {
-		if m := localID.FindString(filepath.Base(c)); m != "" {
-			note(m, "")
-		}
-	}
-	for _, l := range w.leases {
-		if localID.FindString(l.Owner) == l.Owner {
-			note(l.Owner, "")
-		}
-	}
-	for _, pr := range w.procs {
-		for _, a := range pr.argv {
-			if m := localID.FindString(a); m != "" && (pr.ppid == 1 || !isIsobench(pr)) {
-				if isEngine(pr) {
-					note(m, "")
-				}
-			}
-		}
-	}
-	names := make([]string, 0, len(ids))
-	for id := range ids {
-		names = append(names, id)
-	}
-	sort.Strings(names)
-	for _, id := range names {
-		dead, why := w.localDead(id, ids[id])
-		if !dead {
-			if why != "" {
-				p.Kept = append(p.Kept, Kept{"instance", id, why})
-			}
-			continue
-		}
-		w.deadIDs[id] = true
-		w.localObjects(ctx, p, id, why)
-	}
-}
-
-func isEngine(p *proc) bool {
-	if len(p.argv) == 0 {
-		return false
-	}
-	switch filepath.Base(p.argv[0]) {
-	case "lxc-execute", "lxc-attach", "lxc-start", "runc", "crun", "runsc", "systemd-nspawn", "nsenter":
-		return true
-	}
-	return strings.HasPrefix(filepath.Base(p.argv[0]), "runsc")
-}
-
-// localDead decides whether instance id (directory in state dir sd, if
-// found) belongs to a dead run; why says either way ("" when live for a
-// plain reason).
-func (w *world) localDead(id, sd string) (bool, string) {
-	_, roots := w.mentioning(id)
-	orphaned := 0
-	for _, r := range roots {
-		if !orphan(r) {
-			return false, ""
-		}
-		orphaned++
-	}
-	if l, ok := w.leaseOf(id); ok && l.Live {
-		return false, ""
-	}
-	switch {
-	case orphaned > 0:
-		return true, fmt.Sprintf("its engine process %d outlived the isobench that started it", roots[0].pid)
-	case sd != "" && w.deadDirs[filepath.Clean(sd)]:
-		return true, "its state directory " + sd + " was used only by dead runs"
-	}
-	if l, ok := w.leaseOf(id); ok && !l.Live {
-		return true, fmt.Sprintf("its lease belongs to dead process %d", l.Pid)
-	}
-	if !w.otherAlive {
-		return true, "no isobench process is running"
-	}
-	return false, "no process, lease or run record tells whose it is, and other isobench processes are running"
-}
-
-func (w *world) localObjects(ctx context.Context, p *Plan, id, why string) {
-	add := func(order int, kind, name string, rm func(context.Context) error) {
-		p.Objects = append(p.Objects, Object{Kind: kind, Name: name, Owner: id, Why: why, order: order, rm: rm})
-		why = "" // said once, on the first object of the instance
-	}
-	_, roots := w.mentioning(id)
-	for _, r := range roots {
-		pid := r.pid
-		add(orderProcess, "process", fmt.Sprintf("%d %s", pid, strings.Join(r.argv, " ")), func(context.Context) error { return w.killTree(pid) })
-	}
-	for _, rt := range []string{"runc", "crun", "runsc"} {
-		root := filepath.Join(hostnet.RunDir, rt)
-		// runc and crun keep <root>/<id>/; runsc <id>_sandbox:<id>.state,
-		// .lock and runsc-<id>.sock
-		var files []string
-		es, _ := os.ReadDir(root)
-		for _, e := range es {
-			if strings.Contains(e.Name(), id) {
-				files = append(files, filepath.Join(root, e.Name()))
-			}
-		}
-		if len(files) == 0 {
-			continue
-		}
-		add(orderRuntime, rt+"-container", id, func(ctx context.Context) error {
-			out, err := exec.CommandContext(ctx, rt, "--root", root, "delete", "--force", id).CombinedOutput()
-			var errs []error
-			for _, f := range files {
-				if rerr := os.RemoveAll(f); rerr != nil {
-					errs = append(errs, rerr)
-				}
-			}
-			if len(errs) > 0 {
-				return fmt.Errorf("%s delete: %v: %s; %w", rt, err, strings.TrimSpace(string(out)), errors.Join(errs...))
-			}
-			return nil // its state is gone, whatever the runtime said
-		})
-	}
-	for _, sd := range w.stateDirs {
-		dir := filepath.Join(sd, "instances", id)
-		ms := mountsUnder(dir)
-		for i := len(ms) - 1; i >= 0; i-- {
-			m := ms[i]
-			add(orderMount, "mount", m, func(context.Context) error { return unmount(m) })
-		}
-		for _, d := range []string{dir, filepath.Join(sd, "lxc", id)} {
-			if _, err := os.Lstat(d); err == nil {
-				d := d
-				add(orderDir, "dir", d, func(context.Context) error { return os.RemoveAll(d) })
-			}
-		}
-	}
-	if _, err := os.Stat(filepath.Join("/run/netns", id)); err == nil {
-		add(orderNetns, "netns", id, func(ctx context.Context) error {
-			out, err := exec.CommandContext(ctx, "ip", "netns", "delete", id).CombinedOutput()
-			if _, serr := os.Stat(filepath.Join("/run/netns", id)); err != nil && serr == nil {
-				return fmt.Errorf("ip netns delete: %v: %s", err, strings.TrimSpace(string(out)))
-			}
-			return nil // gone (maybe removed by a concurrent sweep)
-		})
-	}
-	veth := "isv" + strings.TrimPrefix(id, "isob-")
-	if _, err := os.Stat("/sys/class/net/" + veth); err == nil {
-		add(orderLink, "veth", veth, func(ctx context.Context) error { return deleteLink(ctx, veth) })
-	}
-	for _, c := range cgroupDirs() {
-		if strings.Contains(filepath.Base(c), id) {
-			c := c
-			add(orderCgroup, "cgroup", c, func(context.Context) error { return rmCgroup(c) })
-		}
-	}
-	for _, d := range []string{"/run/systemd/nspawn/propagate", "/run/systemd/nspawn/locks"} {
-		es, _ := os.ReadDir(d)
-		for _, e := range es {
-			if strings.Contains(e.Name(), id) {
-				f := filepath.Join(d, e.Name())
-				add(orderDir, "nspawn-state", f, func(context.Context) error { return os.RemoveAll(f) })
-			}
-		}
-	}
-}
-
-// cgroupDirs lists isobench's cgroups: isobench/* and LXC's per
-// container groups, on every hierarchy.
+// cgroupDirs lists the cgroups isobench/* on every hierarchy (native
+// scratch directories' are named as the directory).
 func cgroupDirs() []string {
 	var out []string
-	for _, pat := range []string{
-		"/sys/fs/cgroup/isobench/*", "/sys/fs/cgroup/*/isobench/*",
-		"/sys/fs/cgroup/lxc.payload.isob-*", "/sys/fs/cgroup/*/lxc.payload.isob-*",
-		"/sys/fs/cgroup/lxc.monitor.isob-*", "/sys/fs/cgroup/*/lxc.monitor.isob-*",
-	} {
+	for _, pat := range []string{"/sys/fs/cgroup/isobench/*", "/sys/fs/cgroup/*/isobench/*"} {
 		m, _ := filepath.Glob(pat)
 		for _, d := range m {
 			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
@@ -645,47 +409,6 @@ func cgroupDirs() []string {
 // rmCgroup removes a cgroup directory and its child groups, deepest first,
 // killing what still runs in them.
 func rmCgroup(dir string) error { return cgroup.RemoveDir(dir) }
-
-// mountsUnder lists the mount points at or below dir, outermost first.
-func mountsUnder(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := platform.UnescapeMount(f[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func unmount(path string) error {
-	for attempt := 0; attempt < 20; attempt++ {
-		err := syscall.Unmount(path, 0)
-		switch {
-		case err == nil:
-			continue // stacked mounts: again until EINVAL
-		case errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOENT):
-			return nil
-		case errors.Is(err, syscall.EBUSY):
-			if err := syscall.Unmount(path, mntDetach); err != nil && !errors.Is(err, syscall.EINVAL) {
-				return fmt.Errorf("unmount %s: %w", path, err)
-			}
-			return nil
-		default:
-			return fmt.Errorf("unmount %s: %w", path, err)
-		}
-	}
-	return nil
-}
 
 // runToken is the token in an instance name "r<run id><token>-<seq>".
 var runToken = regexp.MustCompile(`r\d+([0-9a-f]{6})-\d+`)
@@ -710,10 +433,13 @@ func (w *world) tokenDead(token string) (bool, string) {
 }
 
 // scanSweeps finds what the platforms with a Sweep list: an instance is
-// dead as the platform's own verdict (Leftover.Judge) or else its run
-// token says (tokenDead), unless its lease is live; a part
-// goes with its instance, or, with the instance gone, is decided by its own
-// token (none: only when no other isobench runs) and its owner's lease.
+// dead as the platform's own verdict (Leftover.Judge), or, for one that
+// carries no run token by design (Leftover.Untokened), as what it left
+// says (traceDead), or else as its run token says (tokenDead), unless its
+// lease is live; a part goes with its instance, or, with the instance
+// gone, is decided by its own token (none: only when no other isobench
+// runs) and its owner's lease. An instance with nothing to remove itself
+// (no Leftover.Remove) says why on its first part.
 func (w *world) scanSweeps(ctx context.Context, p *Plan) {
 	reg := w.o.Platforms
 	if reg == nil && testPlatforms != nil {
@@ -736,9 +462,13 @@ func (w *world) scanSweeps(ctx context.Context, p *Plan) {
 			why  string
 		}
 		instances := map[string]platform.Leftover{}
+		pids := map[string][]int{} // an instance's processes
 		for _, l := range found {
-			if l.Owner == "" {
+			switch {
+			case l.Owner == "":
 				instances[l.Name] = l
+			case l.Kind == "process" && l.PID > 0:
+				pids[l.Owner] = append(pids[l.Owner], l.PID)
 			}
 		}
 		decided := map[string]verdict{}
@@ -747,9 +477,12 @@ func (w *world) scanSweeps(ctx context.Context, p *Plan) {
 				return v
 			}
 			var v verdict
-			if l.Judge != nil {
+			switch {
+			case l.Judge != nil:
 				v.dead, v.why = l.Judge()
-			} else {
+			case l.Untokened && l.Owner == "":
+				v.dead, v.why = w.traceDead(owner, l.StateDir, pids[owner])
+			default:
 				token := l.Token
 				if token == "" {
 					if m := runToken.FindStringSubmatch(l.SpecName); m != nil {
@@ -764,6 +497,7 @@ func (w *world) scanSweeps(ctx context.Context, p *Plan) {
 			decided[owner] = v
 			return v
 		}
+		said := map[string]bool{} // instances whose why one of their parts gave
 		for _, l := range found {
 			owner, by := l.Name, l
 			if l.Owner != "" {
@@ -782,13 +516,64 @@ func (w *world) scanSweeps(ctx context.Context, p *Plan) {
 				continue
 			}
 			w.deadIDs[owner] = true
+			if l.Remove == nil {
+				continue // only the owner of its parts
+			}
 			o := Object{Kind: l.Kind, Name: l.Name, Owner: l.Owner, order: orderOf(l.Kind), rm: l.Remove}
-			if !isPart {
+			if isPart && o.order == orderContainer {
+				// a runtime's record of an instance (runc's state), whose
+				// processes are its instance's: after them
+				o.order = orderRuntime
+			}
+			switch {
+			case !isPart:
 				o.Why = v.why
+			case by.Remove == nil && !said[owner]:
+				o.Why, said[owner] = v.why, true
 			}
 			p.Objects = append(p.Objects, o)
 		}
 	}
+}
+
+// traceDead decides an instance that carries no run token (named id,
+// its files in state directory sd, if any; pids its processes) by what
+// it left: alive while one of its processes has a parent other than init
+// or its lease is held by a live process; dead when its processes were
+// all orphaned (the isobench that started them died), when only dead runs
+// used sd, when its lease's process is gone, or when no other isobench
+// process runs. Why says either way ("" when alive for a plain reason).
+func (w *world) traceDead(id, sd string, pids []int) (bool, string) {
+	pids = slices.Sorted(slices.Values(pids))
+	for _, pid := range pids {
+		if !w.orphaned(pid) {
+			return false, ""
+		}
+	}
+	l, leased := w.leaseOf(id)
+	if leased && l.Live {
+		return false, ""
+	}
+	switch {
+	case len(pids) > 0:
+		return true, fmt.Sprintf("its engine process %d outlived the isobench that started it", pids[0])
+	case sd != "" && w.deadDirs[filepath.Clean(sd)]:
+		return true, "its state directory " + sd + " was used only by dead runs"
+	case leased:
+		return true, fmt.Sprintf("its lease belongs to dead process %d", l.Pid)
+	case !w.otherAlive:
+		return true, "no isobench process is running"
+	}
+	return false, "no process, lease or run record tells whose it is, and other isobench processes are running"
+}
+
+// orphaned reports whether process pid's creator died: it was reparented
+// to init.
+func (w *world) orphaned(pid int) bool {
+	if p := w.procs[pid]; p != nil {
+		return p.ppid == 1
+	}
+	return platform.ParentPID(pid) == 1 // started since the scan began
 }
 
 // testPlatforms, when set (by this package's tests), gives the registry

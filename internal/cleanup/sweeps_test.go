@@ -169,3 +169,76 @@ func TestScanJudgedLeftovers(t *testing.T) {
 		t.Errorf("removed %v", removed)
 	}
 }
+
+// TestScanUntokenedLeftovers: an instance a Sweep lists without a run
+// token (Leftover.Untokened, the local platforms') is decided by what it
+// left: dead when its engine process was orphaned or its state directory
+// was used only by dead runs, alive (kept silently) while its process has
+// a live parent; the instance has nothing to remove itself, so its first
+// part listed says why, and a runtime's container among its parts goes
+// after its processes, even when listed first.
+func TestScanUntokenedLeftovers(t *testing.T) {
+	for _, tool := range []string{"bash", "sleep"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip("needs " + tool)
+		}
+	}
+	records, dead := t.TempDir(), t.TempDir()
+	pid := strconv.Itoa(deadPID(t))
+	os.WriteFile(filepath.Join(records, pid+".json"), []byte(`{"pid":`+pid+`,"start":1,"token":"dead03","state_dir":"`+dead+`"}`), 0o644)
+	orphan := startOrphan(t, "isob-u00000001")
+	live := exec.Command("sleep", "600")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+
+	var removed []string
+	rm := func(what string) func(context.Context) error {
+		return func(context.Context) error { removed = append(removed, what); return nil }
+	}
+	reg := platform.NewRegistry(platform.Factory{Name: "uplat", Sweep: func(context.Context, platform.SweepEnv) ([]platform.Leftover, error) {
+		return []platform.Leftover{
+			{Kind: "instance", Name: "isob-u00000001", Untokened: true},
+			{Kind: "u-container", Name: "isob-u00000001", Owner: "isob-u00000001", Remove: rm("container 1")},
+			{Kind: "process", Name: strconv.Itoa(orphan) + " engine", Owner: "isob-u00000001", PID: orphan, Remove: rm("process 1")},
+			{Kind: "instance", Name: "isob-u00000002", Untokened: true, StateDir: dead},
+			{Kind: "netns", Name: "isob-u00000002", Owner: "isob-u00000002", Remove: rm("netns 2")},
+			{Kind: "dir", Name: dead + "/instances/isob-u00000002", Owner: "isob-u00000002", Remove: rm("dir 2")},
+			{Kind: "instance", Name: "isob-u00000003", Untokened: true, StateDir: dead},
+			{Kind: "process", Name: strconv.Itoa(live.Process.Pid) + " engine", Owner: "isob-u00000003", PID: live.Process.Pid, Remove: rm("process 3")},
+		}, nil
+	}})
+	p, err := Scan(context.Background(), Options{Platforms: reg, RecordDir: records, TempDirs: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []Object
+	var got []string
+	for _, o := range p.Objects {
+		if strings.Contains(o.Name, "isob-u") || strings.Contains(o.Name, " engine") {
+			mine = append(mine, o)
+			got = append(got, o.String())
+		}
+	}
+	want := []string{
+		"process " + strconv.Itoa(orphan) + " engine",
+		"u-container isob-u00000001 (its engine process " + strconv.Itoa(orphan) + " outlived the isobench that started it)",
+		"netns isob-u00000002 (its state directory " + dead + " was used only by dead runs)",
+		"dir " + dead + "/instances/isob-u00000002",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("planned\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, k := range p.Kept {
+		if strings.HasPrefix(k.Name, "isob-u") {
+			t.Errorf("kept %s %s: %s", k.Kind, k.Name, k.Why)
+		}
+	}
+	if fails := Remove(context.Background(), &Plan{Objects: mine}); len(fails) > 0 {
+		t.Fatal(fails)
+	}
+	if strings.Join(removed, ",") != "process 1,container 1,netns 2,dir 2" {
+		t.Errorf("removed %v", removed)
+	}
+}

@@ -37,7 +37,21 @@ type Leftover struct {
 	// or why it is kept: a record that fails the platform's checks is
 	// never dead). Its parts go with it. nil: its token decides.
 	Judge func() (dead bool, why string)
-	// Remove removes it; something already gone is no error.
+	// Untokened says the instance carries no run token by design (the
+	// local platforms' ids are random) and Judge is nil: package cleanup
+	// tells whose it is by what it left, its processes (parts of Kind
+	// "process" with their PID: one whose parent is init outlived the
+	// isobench that started it), its bridge lease (by Name) and its
+	// StateDir (used only by dead runs).
+	Untokened bool
+	// StateDir is the state directory an Untokened instance's files are
+	// in, "" for none.
+	StateDir string
+	// PID is a process's pid (Kind "process").
+	PID int
+	// Remove removes it; something already gone is no error. An instance
+	// with no Remove is only the owner of its parts (the first part removed
+	// says why).
 	Remove func(ctx context.Context) error
 }
 

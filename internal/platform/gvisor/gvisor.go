@@ -51,6 +51,9 @@ var Factory = platform.Factory{
 	// the sentry schedules the sandbox's tasks; sched_setaffinity inside is emulated
 	OwnCPUs: true,
 	Cost:    platform.Cost{Instance: 800 * time.Millisecond},
+	// runsc run and its sandbox, gofer... processes (runsc-*); its state
+	// under --root hostnet.RunDir/runsc
+	Sweep: local.Sweep(local.Traits{Code: Code, Engines: []string{Binary + "*"}, Runtime: Binary}),
 }
 
 // Code is the letter gvisor's host objects carry after local.Prefix
@@ -270,22 +273,4 @@ func (in *Instance) Stop(ctx context.Context) {
 // Remove implements local.Engine: `runsc delete --force`.
 func (in *Instance) Remove(ctx context.Context) error {
 	return local.RemoveCommand(ctx, in.p.command(in.rnet, "delete", "--force", in.ID()), "runsc delete "+in.ID())
-}
-
-// Leftovers lists what gvisor instances left on this host: containers in
-// runsc's state, and (see local.Leftovers) network namespaces, veths,
-// leases, instance directories, mounts and cgroups.
-func Leftovers(ctx context.Context, stateDir string) ([]string, error) {
-	out := local.Leftovers(stateDir, Code)
-	root := filepath.Join(hostnet.RunDir, Binary)
-	if _, err := os.Stat(root); err == nil {
-		b, err := exec.CommandContext(ctx, Binary, "--root", root, "list", "-quiet").Output()
-		if err != nil {
-			return nil, fmt.Errorf("runsc list: %w", err)
-		}
-		for _, c := range strings.Fields(string(b)) {
-			out = append(out, "container "+c)
-		}
-	}
-	return out, nil
 }

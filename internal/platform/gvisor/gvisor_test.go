@@ -39,7 +39,7 @@ func skipUnavailable(t *testing.T) {
 // checks that mode through /proc/net/dev instead.
 func TestConformance(t *testing.T) {
 	skipUnavailable(t)
-	localtest.Conformance(t, Factory, Leftovers, conformance.Opts{NoNetworks: []string{platform.NetNone}})
+	localtest.Conformance(t, Factory, conformance.Opts{NoNetworks: []string{platform.NetNone}})
 }
 
 // interfaces lists the interface names in /proc/net/dev inside inst.
@@ -66,7 +66,7 @@ func TestNetworkNone(t *testing.T) {
 	agent := conformance.BuildAgent(t)
 	state := local.TestStateDir()
 	p := newPlatform(t, "gvisor", agent, state)
-	before, err := Leftovers(t.Context(), state)
+	before, err := localtest.Leftovers(t.Context(), Factory, state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestNetworkNone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	after, err := Leftovers(t.Context(), state)
+	after, err := localtest.Leftovers(t.Context(), Factory, state)
 	if err != nil {
 		t.Fatal(err)
 	}

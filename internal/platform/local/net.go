@@ -137,6 +137,8 @@ func ReleaseLease(ctx context.Context, br *hostnet.Bridge, addr netip.Addr) erro
 // host: network namespaces, veths, leases, instance directories, mounts
 // under stateDir and cgroup directories named Prefix+code*. Names of other
 // platforms' things are not listed, so packages may be tested in parallel.
+// LXD's tests use it; the platforms built on this package list what their
+// factory's Sweep does (localtest.Leftovers).
 func Leftovers(stateDir, code string) []string {
 	var out []string
 	mine := Prefix + code

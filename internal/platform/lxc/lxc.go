@@ -86,6 +86,11 @@ var Factory = platform.Factory{
 	Extra: []string{"init"},
 	New:   New,
 	Cost:  platform.Cost{Instance: 600 * time.Millisecond},
+	// lxc-execute (lxc-start for init=system) and lxc-attach name the
+	// container; its directory in the lxcpath (LXCPath), its cgroups
+	// lxc.payload.<id> and lxc.monitor.<id>
+	Sweep: local.Sweep(local.Traits{Code: Code, Engines: []string{"lxc-execute", "lxc-attach", "lxc-start"},
+		StateSubdirs: []string{lxcDir}, CgroupPrefixes: []string{"lxc.payload.", "lxc.monitor."}}),
 	Image: func(o platform.Options) string {
 		if sys, _ := parseInit(o.Extra["init"]); sys {
 			return image.Debian // systemd to boot
@@ -118,7 +123,10 @@ func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Pl
 }
 
 // LXCPath is the lxcpath (-P) isobench's containers live in.
-func LXCPath(stateDir string) string { return filepath.Join(stateDir, "lxc") }
+func LXCPath(stateDir string) string { return filepath.Join(stateDir, lxcDir) }
+
+// lxcDir is the lxcpath's name in the state directory.
+const lxcDir = "lxc"
 
 // Available checks the lxc tools and that they run.
 func (p *Platform) Available(ctx context.Context) error {
@@ -430,26 +438,4 @@ func removeCgroups(id string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Leftovers lists what LXC instances left on this host: container
-// directories in the lxcpath, LXC's cgroups (lxc.payload.*, lxc.monitor.*)
-// and, see local.Leftovers, veths, leases, instance directories and mounts.
-func Leftovers(ctx context.Context, stateDir string) ([]string, error) {
-	out := local.Leftovers(stateDir, Code)
-	mine := local.Prefix + Code
-	if es, err := os.ReadDir(LXCPath(stateDir)); err == nil {
-		for _, e := range es {
-			if strings.HasPrefix(e.Name(), mine) {
-				out = append(out, "container "+e.Name())
-			}
-		}
-	}
-	for _, pat := range []string{"/sys/fs/cgroup/*/lxc.*." + mine + "*", "/sys/fs/cgroup/lxc.*." + mine + "*"} {
-		m, _ := filepath.Glob(pat)
-		for _, x := range m {
-			out = append(out, "cgroup "+x)
-		}
-	}
-	return out, nil
 }

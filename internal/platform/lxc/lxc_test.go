@@ -12,7 +12,7 @@ import (
 
 // TestConformance runs the shared platform suite against LXC.
 func TestConformance(t *testing.T) {
-	localtest.Conformance(t, Factory, Leftovers, conformance.Opts{})
+	localtest.Conformance(t, Factory, conformance.Opts{})
 }
 
 // TestStartup times create → agent hello → exit, for the report.

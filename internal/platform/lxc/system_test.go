@@ -74,7 +74,7 @@ func TestSystemConformance(t *testing.T) {
 	}, conformance.Opts{
 		Image: image.Debian,
 		Leftovers: func(ctx context.Context) ([]string, error) {
-			all, err := Leftovers(ctx, state)
+			all, err := localtest.Leftovers(ctx, Factory, state)
 			return rec.Mine(all), err
 		},
 		Timeout: 5 * time.Minute,

@@ -44,7 +44,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,6 +67,10 @@ var Factory = platform.Factory{
 	Extra: []string{"boot"},
 	New:   New,
 	Cost:  platform.Cost{Instance: 700 * time.Millisecond},
+	// systemd-nspawn names the machine, nsenter (Exec) enters it; nspawn
+	// keeps per-machine files under /run/systemd/nspawn
+	Sweep: local.Sweep(local.Traits{Code: Code, Engines: []string{"systemd-nspawn", "nsenter"},
+		EngineFiles: []string{"/run/systemd/nspawn/propagate", "/run/systemd/nspawn/locks"}, EngineFilesKind: "nspawn-state"}),
 	Image: func(o platform.Options) string {
 		if boot, _ := parseBoot(o.Extra["boot"]); boot {
 			return image.Debian // systemd to boot
@@ -347,20 +350,3 @@ func (in *Instance) Stop(ctx context.Context) {
 
 // Remove implements local.Engine: the instance's cgroup.
 func (in *Instance) Remove(ctx context.Context) error { return in.cg.remove() }
-
-// Leftovers lists what nspawn instances left on this host (see
-// local.Leftovers): network namespaces, veths, leases, instance
-// directories, mounts under stateDir and cgroups, plus nspawn's per-machine
-// state under /run/systemd/nspawn.
-func Leftovers(ctx context.Context, stateDir string) ([]string, error) {
-	out := local.Leftovers(stateDir, Code)
-	for _, d := range []string{"/run/systemd/nspawn/propagate", "/run/systemd/nspawn/locks"} {
-		es, _ := os.ReadDir(d)
-		for _, e := range es {
-			if strings.Contains(e.Name(), local.Prefix+Code) {
-				out = append(out, "nspawn-state "+filepath.Join(d, e.Name()))
-			}
-		}
-	}
-	return out, nil
-}

@@ -9,7 +9,7 @@ import (
 
 // TestConformance runs the shared platform suite against systemd-nspawn.
 func TestConformance(t *testing.T) {
-	localtest.Conformance(t, Factory, Leftovers, conformance.Opts{})
+	localtest.Conformance(t, Factory, conformance.Opts{})
 }
 
 // TestStartup times create → agent hello → exit, for the report.

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
 )
@@ -50,7 +51,8 @@ var RuncFactory = platform.Factory{
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, "runc", o, env)
 	},
-	Cost: platform.Cost{Instance: 300 * time.Millisecond},
+	Cost:  platform.Cost{Instance: 300 * time.Millisecond},
+	Sweep: local.Sweep(Traits("runc")),
 }
 
 // CrunFactory registers the crun platform.
@@ -62,8 +64,19 @@ var CrunFactory = platform.Factory{
 	New: func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 		return New(ctx, "crun", o, env)
 	},
-	Cost: platform.Cost{Instance: 250 * time.Millisecond},
+	Cost:  platform.Cost{Instance: 250 * time.Millisecond},
+	Sweep: local.Sweep(Traits("crun")),
 }
+
+// Traits are what runtime's ("runc" or "crun") instances leave besides
+// what every local instance does: its foreground process (`<runtime>
+// run`) and its state under its --root, hostnet.RunDir/<runtime>.
+func Traits(runtime string) local.Traits {
+	return local.Traits{Code: codes[runtime], Engines: []string{runtime}, Runtime: runtime}
+}
+
+// codes are the runtimes' letters after local.Prefix.
+var codes = map[string]string{"runc": "r", "crun": "c"}
 
 // Platform runs OCI bundles with one runtime binary.
 type Platform struct {
@@ -93,7 +106,7 @@ func ParseSeccomp(name, v string) (bool, error) {
 
 // New makes a platform for runtime ("runc" or "crun").
 func New(ctx context.Context, runtime string, o platform.Options, env platform.Env) (*Platform, error) {
-	code := map[string]string{"runc": "r", "crun": "c"}[runtime]
+	code := codes[runtime]
 	if code == "" {
 		return nil, fmt.Errorf("runc: unknown OCI runtime %q (known: runc, crun)", runtime)
 	}
@@ -108,7 +121,7 @@ func New(ctx context.Context, runtime string, o platform.Options, env platform.E
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{Host: h, runtime: runtime, root: filepath.Join("/run/isobench", runtime), seccomp: sc}, nil
+	return &Platform{Host: h, runtime: runtime, root: filepath.Join(hostnet.RunDir, runtime), seccomp: sc}, nil
 }
 
 // hybridCgroups reports a cgroup v1 host with a cgroup2 "unified" mount.
@@ -293,26 +306,4 @@ func (in *Instance) Stop(ctx context.Context) {
 // Remove implements local.Engine: `<runtime> delete --force`.
 func (in *Instance) Remove(ctx context.Context) error {
 	return local.RemoveCommand(ctx, in.p.command("delete", "--force", in.ID()), in.p.runtime+" delete "+in.ID())
-}
-
-// Leftovers lists what runtime instances left on this host: containers in
-// the runtime's state, and (see local.Leftovers) network namespaces,
-// veths, leases, instance directories, mounts and cgroups.
-func Leftovers(ctx context.Context, runtime, stateDir string) ([]string, error) {
-	p, err := New(ctx, runtime, platform.Options{}, platform.Env{AgentBinary: "-", StateDir: stateDir})
-	if err != nil {
-		return nil, err
-	}
-	out := local.Leftovers(stateDir, p.Code())
-	if _, err := os.Stat(p.root); err == nil {
-		argv := p.command("list", "-q")
-		b, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
-		if err != nil {
-			return nil, fmt.Errorf("%s list: %w", runtime, err)
-		}
-		for _, c := range strings.Fields(string(b)) {
-			out = append(out, "container "+c)
-		}
-	}
-	return out, nil
 }

@@ -1,7 +1,6 @@
 package runc
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -18,9 +17,7 @@ import (
 )
 
 func conformanceFor(t *testing.T, f platform.Factory) {
-	localtest.Conformance(t, f, func(ctx context.Context, stateDir string) ([]string, error) {
-		return Leftovers(ctx, f.Name, stateDir)
-	}, conformance.Opts{})
+	localtest.Conformance(t, f, conformance.Opts{})
 }
 
 // TestConformanceRunc runs the shared platform suite against runc.

@@ -348,7 +348,7 @@ func TestLXC(t *testing.T) {
 			t.Errorf("instances memory %v: want positive", ms["instances_memory_bytes"].Value)
 		}
 	})
-	left, err := lxc.Leftovers(t.Context(), state)
+	left, err := localtest.Leftovers(t.Context(), lxc.Factory, state)
 	if err != nil {
 		t.Fatal(err)
 	}

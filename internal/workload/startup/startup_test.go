@@ -132,7 +132,7 @@ func TestLXC(t *testing.T) {
 	}
 	rec := &localtest.Recorder{Platform: p}
 	check(t, rec, 3, true, "lxc")
-	left, err := lxc.Leftovers(t.Context(), state)
+	left, err := localtest.Leftovers(t.Context(), lxc.Factory, state)
 	if err != nil {
 		t.Fatal(err)
 	}

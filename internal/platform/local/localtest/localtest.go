@@ -6,35 +6,61 @@ package localtest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/local"
 )
 
-// LeftoversFunc lists what the platform's instances left on this host for
-// a state directory.
-type LeftoversFunc func(ctx context.Context, stateDir string) ([]string, error)
+// Leftovers lists what the factory's instances left on this host with
+// stateDir searched, one "KIND NAME" a thing: what its Sweep lists (the
+// description 'isobench clean' uses), and the bridge leases of its
+// instances (which cleanup releases itself).
+func Leftovers(ctx context.Context, f platform.Factory, stateDir string) ([]string, error) {
+	if f.Sweep == nil {
+		return nil, fmt.Errorf("%s: its factory has no Sweep", f.Name)
+	}
+	found, err := f.Sweep(ctx, platform.SweepEnv{StateDirs: []string{stateDir}})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range found {
+		out = append(out, l.String())
+	}
+	for _, l := range hostnet.Default(stateDir).Leases() {
+		for _, in := range found {
+			if in.Owner == "" && in.Name == l.Owner {
+				out = append(out, "lease "+l.Addr.String()+" "+l.Owner)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
 
 // Conformance runs the shared platform suite against the factory's
 // platform (options: just its name), in local.TestStateDir, checking
-// leftovers after every instance. opts.Leftovers is set here: it lists
-// what names an instance this suite created, since other packages' tests
-// share the state directory (and the bridge) and their instances come and
-// go meanwhile.
-func Conformance(t *testing.T, f platform.Factory, leftovers LeftoversFunc, opts conformance.Opts) {
+// leftovers (Leftovers: what the factory's Sweep lists) after every
+// instance. opts.Leftovers is set here: it lists what names an instance
+// this suite created, since other packages' tests share the state
+// directory (and the bridge) and their instances come and go meanwhile.
+func Conformance(t *testing.T, f platform.Factory, opts conformance.Opts) {
 	agent := conformance.BuildAgent(t)
 	state := local.TestStateDir()
 	rec := &Recorder{}
 	opts.Leftovers = func(ctx context.Context) ([]string, error) {
-		all, err := leftovers(ctx, state)
+		all, err := Leftovers(ctx, f, state)
 		return rec.Mine(all), err
 	}
 	conformance.Run(t, func(t *testing.T) platform.Platform {
@@ -163,8 +189,8 @@ func (r *Recorder) Prepare(ctx context.Context, profile string) error {
 	return nil
 }
 
-// Mine keeps the leftovers (from a platform's Leftovers list) that name
-// an instance r created.
+// Mine keeps the leftovers (from Leftovers) that name an instance r
+// created.
 func (r *Recorder) Mine(leftovers []string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -180,8 +206,8 @@ func (r *Recorder) Mine(leftovers []string) []string {
 	return out
 }
 
-// CheckLeftovers fails t for every leftover (from a platform's Leftovers
-// list) that names an instance r created. Other tests sharing the state
+// CheckLeftovers fails t for every leftover (from Leftovers) that names
+// an instance r created. Other tests sharing the state
 // directory may have their own instances in the list at the same time;
 // those are not this test's business.
 func (r *Recorder) CheckLeftovers(t *testing.T, leftovers []string) {
