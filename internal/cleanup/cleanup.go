@@ -81,6 +81,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/cleanup/runrec"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/privdir"
@@ -851,7 +852,7 @@ func (w *world) scanNative(p *Plan) {
 				if pr.pid == w.self || !orphanOrDead(w, pr) {
 					continue
 				}
-				if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pr.pid)); strings.Contains(string(env), platform.ScratchEnv+"="+dir+"\x00") {
+				if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pr.pid)); strings.Contains(string(env), guestenv.ScratchEnv+"="+dir+"\x00") {
 					pid := pr.pid
 					p.Objects = append(p.Objects, Object{Kind: "process", Name: fmt.Sprintf("%d %s", pid, strings.Join(pr.argv, " ")), Owner: dir, order: orderProcess, rm: func(context.Context) error { return w.killTree(pid) }})
 				}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -362,7 +363,7 @@ func linkTree(ctx context.Context, what, base, dir string, extra ...string) erro
 	if out, err := exec.CommandContext(ctx, "cp", "-a", "-l", base+"/.", dir+"/").CombinedOutput(); err != nil {
 		return fmt.Errorf("%s: %w: %s", what, err, strings.TrimSpace(string(out)))
 	}
-	dirs := append([]string{"usr/local/bin", "tmp", "var/tmp", "run", strings.TrimPrefix(platform.ScratchDir, "/")}, extra...)
+	dirs := append([]string{"usr/local/bin", "tmp", "var/tmp", "run", strings.TrimPrefix(guestenv.ScratchDir, "/")}, extra...)
 	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return fmt.Errorf("rootfs: %w", err)

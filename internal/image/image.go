@@ -15,7 +15,7 @@ package image
 import (
 	"github.com/isobench/isobench/internal/fstree"
 
-	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/guestenv"
 
 	"archive/tar"
 	"context"
@@ -169,7 +169,7 @@ func (b Builder) BuildRootfs(ctx context.Context, profile, dir string) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range []string{"bin", "sbin", "usr/bin", "usr/sbin", "usr/local/bin", "etc", "tmp", "proc", "sys", "dev", "run", "root", "var/tmp", strings.TrimPrefix(platform.ScratchDir, "/")} {
+	for _, d := range []string{"bin", "sbin", "usr/bin", "usr/sbin", "usr/local/bin", "etc", "tmp", "proc", "sys", "dev", "run", "root", "var/tmp", strings.TrimPrefix(guestenv.ScratchDir, "/")} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return fmt.Errorf("rootfs: %w", err)
 		}

@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/guest"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/docker"
@@ -85,7 +86,7 @@ const DockerTimeout = 15 * time.Minute
 
 // GuestStateDir is the guest docker platform's state dir (on the scratch
 // disk).
-const GuestStateDir = platform.ScratchDir + "/isobench-state"
+const GuestStateDir = guestenv.ScratchDir + "/isobench-state"
 
 // Platform is docker-in-vm.
 type Platform struct {

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 )
@@ -180,7 +181,7 @@ func Env() []string {
 	return []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=/root",
-		platform.ScratchEnv + "=" + platform.ScratchDir,
+		guestenv.ScratchEnv + "=" + guestenv.ScratchDir,
 	}
 }
 

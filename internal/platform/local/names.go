@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -14,8 +15,8 @@ import (
 // the instance id, which the hosts file names too).
 const Hostname = "isobench"
 
-// NoResolver is platform.NoResolver.
-const NoResolver = platform.NoResolver
+// NoResolver is guestenv.NoResolver.
+const NoResolver = guestenv.NoResolver
 
 // guestHosts is the /etc/hosts of a container with address addr (the
 // bridge lease; invalid without one): its names map to the lease, as
