@@ -83,6 +83,7 @@ import (
 	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/hostnet"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/privdir"
 )
@@ -343,7 +344,7 @@ func procs() map[int]*proc {
 		if err != nil {
 			continue
 		}
-		p := &proc{pid: pid, ppid: platform.ParentPID(pid)}
+		p := &proc{pid: pid, ppid: hostos.ParentPID(pid)}
 		for _, a := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {
 			if a != "" {
 				p.argv = append(p.argv, a)
@@ -659,7 +660,7 @@ func mountsUnder(dir string) []string {
 		if len(f) < 5 {
 			continue
 		}
-		mp := platform.UnescapeMount(f[4])
+		mp := hostos.UnescapeMount(f[4])
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {
 			out = append(out, mp)
 		}

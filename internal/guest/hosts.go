@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/isobench/isobench/internal/guestenv"
-	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/hostos"
 )
 
 // HostsFile is the guest's hosts file, where init names the VM.
@@ -64,7 +64,7 @@ func nameHost(path, addr, host string) error {
 	b = append(b, hostsEntry(addr, host)...)
 	// a new file rather than a write through: the root may share the
 	// image's file (hard links into a cached tree)
-	if err := platform.ReplaceFile(path, b); err != nil {
+	if err := hostos.ReplaceFile(path, b); err != nil {
 		return fmt.Errorf("hosts file: %w", err)
 	}
 	return nil
@@ -93,7 +93,7 @@ func noResolver(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("resolver: %w", err)
 	}
-	if err := platform.ReplaceFile(path, []byte(guestenv.NoResolver)); err != nil {
+	if err := hostos.ReplaceFile(path, []byte(guestenv.NoResolver)); err != nil {
 		return fmt.Errorf("resolver: %w", err)
 	}
 	return nil

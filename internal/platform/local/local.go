@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/guestenv"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 )
@@ -213,7 +214,7 @@ func Descendants(pid int) []int {
 		if err != nil {
 			continue
 		}
-		if pp := platform.ParentPID(p); pp > 0 {
+		if pp := hostos.ParentPID(p); pp > 0 {
 			children[pp] = append(children[pp], p)
 		}
 	}
@@ -248,7 +249,7 @@ func Run(ctx context.Context, cmd *exec.Cmd, argv []string, what string) error {
 	if cmd.Stderr == nil {
 		cmd.Stderr = &limitWriter{w: &stderr, n: 4096}
 	}
-	platform.OwnProcessGroup(cmd) // Ctrl-C reaches isobench, not the engine's helper
+	hostos.OwnProcessGroup(cmd) // Ctrl-C reaches isobench, not the engine's helper
 	cmd.Cancel = func() error {
 		KillTree(cmd.Process.Pid)
 		return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/isobench/isobench/internal/guestenv"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -42,8 +43,8 @@ func WriteNames(root, network string, addr netip.Addr, names ...string) error {
 	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
 		return err
 	}
-	if err := platform.ReplaceFile(filepath.Join(root, "etc", "hosts"), []byte(guestHosts(addr, names))); err != nil {
+	if err := hostos.ReplaceFile(filepath.Join(root, "etc", "hosts"), []byte(guestHosts(addr, names))); err != nil {
 		return err
 	}
-	return platform.ReplaceFile(filepath.Join(root, "etc", "resolv.conf"), []byte(NoResolver))
+	return hostos.ReplaceFile(filepath.Join(root, "etc", "resolv.conf"), []byte(NoResolver))
 }

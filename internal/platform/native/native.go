@@ -22,6 +22,7 @@ import (
 	"github.com/isobench/isobench/internal/blockdev"
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/guestenv"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/privdir"
@@ -253,8 +254,8 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 			defer r.Close()
 		}
 	}
-	cmd := platform.OwnProcessGroup(in.command(ctx, argv, stdio))
-	cmd.Cancel = platform.KillGroup(cmd)
+	cmd := hostos.OwnProcessGroup(in.command(ctx, argv, stdio))
+	cmd.Cancel = hostos.KillGroup(cmd)
 	err := cmd.Run()
 	if stdinW != nil {
 		stdinW.Close() // the copier ends at its next write
