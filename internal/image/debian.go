@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/guestenv"
-	"github.com/isobench/isobench/internal/platform"
 )
 
 // Debian is the profile name of a Debian root file system of the host's
@@ -427,13 +426,6 @@ func (t *tailBuffer) Write(b []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return strings.Join(t.lines, " | ") }
-
-// ForEnv returns a builder for the platform environment: its agent, its
-// state directory (where the debian profile keeps its Debian tree) and its
-// progress log.
-func ForEnv(env platform.Env) Builder {
-	return Builder{AgentBinary: env.AgentBinary, StateDir: env.StateDir, Log: env.Log}
-}
 
 // DebianProfileBaseDigest identifies a Debian-based profile's tree without
 // the agent (see IsDebian).

@@ -13,10 +13,6 @@
 package image
 
 import (
-	"github.com/isobench/isobench/internal/fstree"
-
-	"github.com/isobench/isobench/internal/guestenv"
-
 	"archive/tar"
 	"context"
 	"crypto/sha256"
@@ -28,6 +24,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/isobench/isobench/internal/fstree"
+	"github.com/isobench/isobench/internal/guestenv"
 )
 
 // Profiles known to Build (Tools is declared in tools.go).

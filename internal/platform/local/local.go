@@ -64,7 +64,7 @@ func (r *Rootfs) Dir(ctx context.Context, profile string) (string, error) {
 	if r.Env.StateDir == "" {
 		return "", errors.New("no state directory to keep root file systems in")
 	}
-	b := image.ForEnv(r.Env)
+	b := image.Builder{AgentBinary: r.Env.AgentBinary, StateDir: r.Env.StateDir, Log: r.Env.Log}
 	digest, err := b.Digest(profile)
 	if err != nil {
 		return "", err

@@ -245,7 +245,7 @@ func (p *Platform) image(ctx context.Context, profile string) (string, error) {
 	if ref, ok := p.refs[profile]; ok {
 		return ref, nil
 	}
-	b := image.ForEnv(p.env)
+	b := image.Builder{AgentBinary: p.env.AgentBinary, StateDir: p.env.StateDir, Log: p.env.Log}
 	digest, err := b.Digest(profile)
 	if err != nil {
 		return "", fmt.Errorf("podman image %s: %w", profile, err)
