@@ -80,12 +80,12 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
-	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/privdir"
+	"github.com/isobench/isobench/internal/runrec"
 )
 
 // Object is one thing isobench created that belongs to no live run.

@@ -12,11 +12,11 @@ import (
 	"strings"
 
 	"github.com/isobench/isobench/internal/cgroup"
-	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
+	"github.com/isobench/isobench/internal/runrec"
 )
 
 // Sweep lists what qemu VMs may leave on this host
