@@ -7,6 +7,12 @@
 // Nothing here assumes an instance shares the host's file system, clock or
 // network namespace: files are copied in, addresses are asked for, and
 // durations are measured on the host.
+//
+// This package is the contract only, and imports nothing above it: the
+// /proc, cgroup, mount and file helpers the platforms share are in package
+// hostos, what an instance's inside looks like (its scratch directory) in
+// guestenv, and the protocol of a platform served from afar in
+// platform/platformd (internal/archtest checks this).
 package platform
 
 import (
