@@ -324,7 +324,7 @@ func (g *Group) Dirs() []string { return append([]string(nil), g.dirs...) }
 
 // AccountingDirs are the directories whose files charge the group's memory
 // (memory.stat, memory.usage_in_bytes or memory.current) and CPU time
-// (cpuacct.usage, or v2's cpu.stat), for platform.CgroupUsage.
+// (cpuacct.usage, or v2's cpu.stat), for hostos.CgroupUsage.
 func (g *Group) AccountingDirs() (mem, cpu string) { return g.mem, g.cpuacct }
 
 // Pids lists the processes in the group.

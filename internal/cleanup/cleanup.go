@@ -78,10 +78,12 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/cgroup"
-	"github.com/isobench/isobench/internal/cleanup/runrec"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/hostnet"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/privdir"
+	"github.com/isobench/isobench/internal/runrec"
 )
 
 // Object is one thing isobench created that belongs to no live run.
@@ -340,7 +342,7 @@ func procs() map[int]*proc {
 		if err != nil {
 			continue
 		}
-		p := &proc{pid: pid, ppid: platform.ParentPID(pid)}
+		p := &proc{pid: pid, ppid: hostos.ParentPID(pid)}
 		for _, a := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {
 			if a != "" {
 				p.argv = append(p.argv, a)
@@ -573,7 +575,7 @@ func (w *world) orphaned(pid int) bool {
 	if p := w.procs[pid]; p != nil {
 		return p.ppid == 1
 	}
-	return platform.ParentPID(pid) == 1 // started since the scan began
+	return hostos.ParentPID(pid) == 1 // started since the scan began
 }
 
 // testPlatforms, when set (by this package's tests), gives the registry
@@ -636,7 +638,7 @@ func (w *world) scanNative(p *Plan) {
 				if pr.pid == w.self || !orphanOrDead(w, pr) {
 					continue
 				}
-				if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pr.pid)); strings.Contains(string(env), platform.ScratchEnv+"="+dir+"\x00") {
+				if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pr.pid)); strings.Contains(string(env), guestenv.ScratchEnv+"="+dir+"\x00") {
 					pid := pr.pid
 					p.Objects = append(p.Objects, Object{Kind: "process", Name: fmt.Sprintf("%d %s", pid, strings.Join(pr.argv, " ")), Owner: dir, order: orderProcess, rm: func(context.Context) error { return w.killTree(pid) }})
 				}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/isobench/isobench/internal/cleanup/runrec"
+	"github.com/isobench/isobench/internal/runrec"
 )
 
 func TestRunRecords(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/isobench/isobench/internal/cleanup/runrec"
+	"github.com/isobench/isobench/internal/runrec"
 	"github.com/isobench/isobench/internal/store"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/runrec"
 )
 
 // TestScanUsesPlatformSweeps: what a platform's factory lists in its Sweep

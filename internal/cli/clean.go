@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/cleanup"
-	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/platform/k8s"
+	"github.com/isobench/isobench/internal/runrec"
 	"github.com/isobench/isobench/internal/store"
 )
 

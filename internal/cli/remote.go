@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/platformd"
 	"github.com/isobench/isobench/internal/remote"
 	"github.com/isobench/isobench/internal/report"
 	"github.com/isobench/isobench/internal/runner"
@@ -43,7 +44,7 @@ func cmdPlatformd(ctx context.Context, st *State, args []string) error {
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
 	env := platform.Env{AgentBinary: st.Executable, StateDir: st.stateDir(*stateDir), Log: st.Stderr}
-	return remote.Platformd(ctx, st.Platforms, env, fs.Arg(0), st.Stdin, os.Stdout)
+	return platformd.Run(ctx, st.Platforms, env, fs.Arg(0), st.Stdin, os.Stdout)
 }
 
 // checkRemote refuses workloads whose client or server runs in isobench on
@@ -212,7 +213,7 @@ type spreadRun struct {
 	runID  int64
 	stderr io.Writer
 	// lost says why a platform's connection to its host is gone, nil
-	// while it is up (remote.Lost).
+	// while it is up (platformd.Lost).
 	lost func(platform.Platform) error
 }
 
@@ -224,7 +225,7 @@ type spreadRun struct {
 // is left out with a warning, as long as one host is left.
 func openSpread(ctx context.Context, st *State, study *Study, targets []target, plan runner.Plan, env platform.Env, fingerprint map[string]string, opened *[]platform.Platform, resuming bool) (*spreadRun, error) {
 	local := maps.Clone(fingerprint)
-	sr := &spreadRun{stderr: st.Stderr, lost: remote.Lost}
+	sr := &spreadRun{stderr: st.Stderr, lost: platformd.Lost}
 hosts:
 	for _, h := range study.Hosts {
 		sh := &spreadHost{name: h}
@@ -252,7 +253,7 @@ hosts:
 			for k, v := range p.Facts(ctx) {
 				fingerprint[label+"."+k] = v
 			}
-			if _, fp, ok := remote.Machine(p); ok && sh.fp == nil {
+			if _, fp, ok := platformd.Machine(p); ok && sh.fp == nil {
 				sh.fp = fp
 			}
 			t := plan.Targets[i]

@@ -20,9 +20,9 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform/conformance"
+	"github.com/isobench/isobench/internal/runrec"
 )
 
 // faultNeedLXC skips (or fails, when LXC is required) without LXC and root.

@@ -6,7 +6,7 @@ import (
 	"bytes"
 	"time"
 
-	"github.com/isobench/isobench/internal/cleanup/runrec"
+	"github.com/isobench/isobench/internal/runrec"
 
 	"encoding/json"
 	"os"

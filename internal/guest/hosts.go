@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/guestenv"
+	"github.com/isobench/isobench/internal/hostos"
 )
 
 // HostsFile is the guest's hosts file, where init names the VM.
@@ -63,7 +64,7 @@ func nameHost(path, addr, host string) error {
 	b = append(b, hostsEntry(addr, host)...)
 	// a new file rather than a write through: the root may share the
 	// image's file (hard links into a cached tree)
-	if err := platform.ReplaceFile(path, b); err != nil {
+	if err := hostos.ReplaceFile(path, b); err != nil {
 		return fmt.Errorf("hosts file: %w", err)
 	}
 	return nil
@@ -83,7 +84,7 @@ func hostAddr(prefix string) string {
 const ResolvFile = "/etc/resolv.conf"
 
 // noResolver replaces the resolver configuration at path with
-// platform.NoResolver: a VM is on the host-only isobench bridge or has no
+// guestenv.NoResolver: a VM is on the host-only isobench bridge or has no
 // network, so the nameservers an image copied from the host cannot be
 // reached, and every lookup of a name not in /etc/hosts (a client's
 // address, a peer's) would wait 2 x 5 s for them. A symbolic link there is
@@ -92,7 +93,7 @@ func noResolver(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("resolver: %w", err)
 	}
-	if err := platform.ReplaceFile(path, []byte(platform.NoResolver)); err != nil {
+	if err := hostos.ReplaceFile(path, []byte(guestenv.NoResolver)); err != nil {
 		return fmt.Errorf("resolver: %w", err)
 	}
 	return nil

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/guestenv"
 )
 
 // The VM's name is added to the image's hosts file once, at eth0's
@@ -81,7 +81,7 @@ func TestNoResolver(t *testing.T) {
 	if err := noResolver(path); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(path); string(b) != platform.NoResolver {
+	if b, _ := os.ReadFile(path); string(b) != guestenv.NoResolver {
 		t.Errorf("resolv.conf %q", b)
 	}
 	if b, _ := os.ReadFile(target); string(b) != "nameserver 192.0.2.53\n" {

@@ -1,8 +1,6 @@
 package guest
 
 import (
-	"github.com/isobench/isobench/internal/platform"
-
 	"bufio"
 	"context"
 	"errors"
@@ -19,6 +17,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/isobench/isobench/internal/guestenv"
 )
 
 // Kernel command line keys the host sets (all optional).
@@ -40,7 +40,7 @@ const stageEnv = "ISOBENCH_GUEST_STAGE"
 const DefaultPort = "isobench.0"
 
 // ScratchDir is where the scratch file system is mounted.
-const ScratchDir = platform.ScratchDir
+const ScratchDir = guestenv.ScratchDir
 
 // ModulesList is the initramfs file naming, one per line and in load
 // order, the kernel modules (.ko paths) init loads before anything else.

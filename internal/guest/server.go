@@ -1,7 +1,7 @@
 package guest
 
 import (
-	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/guestenv"
 
 	"context"
 	"encoding/json"
@@ -20,7 +20,7 @@ import (
 var DefaultEnv = []string{
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 	"HOME=/root",
-	platform.ScratchEnv + "=" + platform.ScratchDir,
+	guestenv.ScratchEnv + "=" + guestenv.ScratchDir,
 }
 
 // Server runs commands and writes files for the host over one frame stream.

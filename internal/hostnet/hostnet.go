@@ -36,7 +36,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/isobench/isobench/internal/cleanup/runrec"
+	"github.com/isobench/isobench/internal/runrec"
 )
 
 // Bridge defaults. The subnet is private and exists only on this bridge.

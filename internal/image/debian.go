@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/guestenv"
 )
 
 // Debian is the profile name of a Debian root file system of the host's
@@ -362,7 +362,7 @@ func linkTree(ctx context.Context, what, base, dir string, extra ...string) erro
 	if out, err := exec.CommandContext(ctx, "cp", "-a", "-l", base+"/.", dir+"/").CombinedOutput(); err != nil {
 		return fmt.Errorf("%s: %w: %s", what, err, strings.TrimSpace(string(out)))
 	}
-	dirs := append([]string{"usr/local/bin", "tmp", "var/tmp", "run", strings.TrimPrefix(platform.ScratchDir, "/")}, extra...)
+	dirs := append([]string{"usr/local/bin", "tmp", "var/tmp", "run", strings.TrimPrefix(guestenv.ScratchDir, "/")}, extra...)
 	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return fmt.Errorf("rootfs: %w", err)
@@ -426,13 +426,6 @@ func (t *tailBuffer) Write(b []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return strings.Join(t.lines, " | ") }
-
-// ForEnv returns a builder for the platform environment: its agent, its
-// state directory (where the debian profile keeps its Debian tree) and its
-// progress log.
-func ForEnv(env platform.Env) Builder {
-	return Builder{AgentBinary: env.AgentBinary, StateDir: env.StateDir, Log: env.Log}
-}
 
 // DebianProfileBaseDigest identifies a Debian-based profile's tree without
 // the agent (see IsDebian).

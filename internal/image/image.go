@@ -13,10 +13,6 @@
 package image
 
 import (
-	"github.com/isobench/isobench/internal/fstree"
-
-	"github.com/isobench/isobench/internal/platform"
-
 	"archive/tar"
 	"context"
 	"crypto/sha256"
@@ -28,6 +24,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/isobench/isobench/internal/fstree"
+	"github.com/isobench/isobench/internal/guestenv"
 )
 
 // Profiles known to Build (Tools is declared in tools.go).
@@ -169,7 +168,7 @@ func (b Builder) BuildRootfs(ctx context.Context, profile, dir string) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range []string{"bin", "sbin", "usr/bin", "usr/sbin", "usr/local/bin", "etc", "tmp", "proc", "sys", "dev", "run", "root", "var/tmp", strings.TrimPrefix(platform.ScratchDir, "/")} {
+	for _, d := range []string{"bin", "sbin", "usr/bin", "usr/sbin", "usr/local/bin", "etc", "tmp", "proc", "sys", "dev", "run", "root", "var/tmp", strings.TrimPrefix(guestenv.ScratchDir, "/")} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return fmt.Errorf("rootfs: %w", err)
 		}

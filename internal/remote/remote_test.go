@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/native"
+	"github.com/isobench/isobench/internal/platform/platformd"
 )
 
 // nativeLeftovers lists native instance dirs in this test's TMPDIR.
@@ -40,10 +40,10 @@ func TestProtocolConformance(t *testing.T) {
 		served := make(chan error, 1)
 		go func() {
 			np, err := native.New(context.Background(), platform.Options{Name: "native"}, platform.Env{AgentBinary: agent, StateDir: t.TempDir()})
-			served <- Serve(context.Background(), remoteEnd, np, err)
+			served <- platformd.Serve(context.Background(), remoteEnd, np, err)
 		}()
 		var err error
-		p, err = NewClient(t.Context(), hostEnd, "pipe://test", func() error { return <-served })
+		p, err = platformd.NewClient(t.Context(), hostEnd, "pipe://test", func() error { return <-served }, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,9 @@ func TestProtocolConformance(t *testing.T) {
 		NoNetworks: []string{platform.NetBridge, platform.NetNone},
 		Leftovers:  nativeLeftovers(tmp),
 		Limits:     nativeLimits,
-		Dial:       func(ctx context.Context, n, a string) (net.Conn, error) { return p.(*Platform).DialContext(ctx, n, a) },
+		Dial: func(ctx context.Context, n, a string) (net.Conn, error) {
+			return p.(*platformd.Client).DialContext(ctx, n, a)
+		},
 	})
 }
 
@@ -80,34 +82,6 @@ else echo v1; cat /sys/fs/cgroup/cpu$(cg cpu)/cpu.cfs_quota_us /sys/fs/cgroup/cp
 		return fmt.Errorf("memory limit %d, want %d", mem, memory)
 	}
 	return nil
-}
-
-// TestRemoteErrors: the error kinds the runner and the suite look for
-// survive the wire.
-func TestRemoteErrors(t *testing.T) {
-	for _, err := range []error{
-		&platform.ExitError{Code: 3, Argv: []string{"sh"}},
-		errors.Join(errors.New("docker: network=nat"), platform.ErrUnsupported),
-		context.Canceled,
-		context.DeadlineExceeded,
-	} {
-		got := toWireErr(err).err()
-		if got.Error() != err.Error() && !strings.Contains(got.Error(), "exited with status 3") {
-			t.Errorf("message %q became %q", err, got)
-		}
-		for _, sentinel := range []error{platform.ErrUnsupported, context.Canceled, context.DeadlineExceeded} {
-			if errors.Is(err, sentinel) != errors.Is(got, sentinel) {
-				t.Errorf("%v: errors.Is(%v) changed across the wire", err, sentinel)
-			}
-		}
-		var a, b *platform.ExitError
-		if errors.As(err, &a) != errors.As(got, &b) || (a != nil && a.Code != b.Code) {
-			t.Errorf("%v: ExitError changed across the wire: %v", err, got)
-		}
-	}
-	if toWireErr(nil).err() != nil {
-		t.Error("nil error did not stay nil")
-	}
 }
 
 func TestParseHost(t *testing.T) {

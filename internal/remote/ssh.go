@@ -25,6 +25,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/platformd"
 	"github.com/isobench/isobench/internal/spec"
 )
 
@@ -39,10 +40,10 @@ func Wrap(reg platform.Registry) platform.Registry {
 	out := platform.Registry{}
 	for name, f := range reg {
 		local := f.New
-		f.Extra = append(slices.Clone(f.Extra), remoteKeys...)
+		f.Extra = append(slices.Clone(f.Extra), platformd.HostKeys...)
 		f.New = func(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
 			if o.Extra["host"] == "" {
-				for _, k := range remoteKeys {
+				for _, k := range platformd.HostKeys {
 					if o.Extra[k] != "" {
 						return nil, fmt.Errorf("%s: %s= needs host=ssh://user@addr", o.Name, k)
 					}
@@ -100,7 +101,7 @@ func Open(ctx context.Context, o platform.Options, env platform.Env) (platform.P
 		}
 	}()
 	params := maps.Clone(o.Raw)
-	for _, k := range remoteKeys {
+	for _, k := range platformd.HostKeys {
 		delete(params, k)
 	}
 	remoteSpec := (spec.Spec{Name: o.Name, Params: params}).String()
@@ -120,12 +121,12 @@ func Open(ctx context.Context, o platform.Options, env platform.Env) (platform.P
 	if log == nil {
 		log = io.Discard
 	}
-	stderr := &tail{to: log, pfx: "[" + host + "] "}
+	stderr := platformd.NewTail(log, "["+host+"] ")
 	sess.Stderr = stderr
 	if err := sess.Start(shell("exec " + quote(path) + " platformd " + quote(remoteSpec))); err != nil {
 		return nil, fmt.Errorf("%s: starting platformd: %w", host, err)
 	}
-	conn := pipeConn{Reader: stdout, Writer: stdin, close: func() error { return stdin.Close() }}
+	conn := platformd.Conn(stdout, stdin, func() error { return stdin.Close() })
 	cleanup := func() error {
 		stdin.Close()
 		done := make(chan struct{})
@@ -139,7 +140,7 @@ func Open(ctx context.Context, o platform.Options, env platform.Env) (platform.P
 	}
 	hctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	p, err := newClient(hctx, conn, host, cleanup, stderr)
+	p, err := platformd.NewClient(hctx, conn, host, cleanup, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -215,14 +216,14 @@ func RunThere(ctx context.Context, host, agentBinary string, stdout, stderr io.W
 // keepalive closes the connection when the remote sshd stops answering,
 // so calls in flight fail with the host's name instead of hanging.
 func keepalive(c *ssh.Client, p platform.Platform) {
-	b := base(p)
+	closed := platformd.Closed(p)
 	// within 9 s of the last answer: before the agents' own heartbeat
 	// check (11 s) calls a whole host's instances hung
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
-		case <-b.sess.CloseChan():
+		case <-closed:
 			return
 		case <-tick.C:
 		}
@@ -239,7 +240,7 @@ func keepalive(c *ssh.Client, p platform.Platform) {
 		case <-time.After(7 * time.Second):
 		}
 		why := "unreachable: no answer to SSH keep-alives for 7 s"
-		b.why.Store(&why)
+		platformd.GiveUp(p, why)
 		c.Close()
 		return
 	}

@@ -24,6 +24,12 @@ import (
 
 type testLog struct{ t *testing.T }
 
+// dialer is the host's end of a remote platform as the suite dials through
+// it (platformd.Client's DialContext).
+type dialer interface {
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
@@ -56,7 +62,7 @@ func TestSSHConformance(t *testing.T) {
 		NoNetworks: []string{platform.NetBridge, platform.NetNone},
 		Leftovers:  h.instanceLeftovers(t),
 		Limits:     nativeLimits,
-		Dial:       func(ctx context.Context, n, a string) (net.Conn, error) { return base(p).DialContext(ctx, n, a) },
+		Dial:       func(ctx context.Context, n, a string) (net.Conn, error) { return p.(dialer).DialContext(ctx, n, a) },
 	})
 	if t.Failed() {
 		return

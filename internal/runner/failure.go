@@ -10,6 +10,7 @@ import (
 
 	"github.com/isobench/isobench/internal/agenthost"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/store"
 	"github.com/isobench/isobench/internal/workload"
 )
@@ -105,7 +106,7 @@ type OOMError struct {
 func (e *OOMError) Error() string {
 	limit := "no limit: the host ran out"
 	if e.Limit > 0 {
-		limit = "limit " + platform.FormatSize(e.Limit)
+		limit = "limit " + spec.FormatSize(e.Limit)
 	}
 	if e.Inferred {
 		limit += "; the agent was killed with status 137"

@@ -23,7 +23,7 @@ import (
 	"github.com/isobench/isobench/internal/hoststate"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/remote"
+	"github.com/isobench/isobench/internal/platform/platformd"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/window"
 	"github.com/isobench/isobench/internal/workload"
@@ -282,7 +282,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 					} else {
 						prog(t.Label, "")
 						var stateTags map[string]string
-						_, _, onRemote := remote.Machine(t.Platform)
+						_, _, onRemote := platformd.Machine(t.Platform)
 						if !onRemote {
 							if stateTags, err = r.settle(ctx, settler, job.Def.Needs.Network, where, func(note string) { prog(t.Label, note) }); err != nil {
 								return err

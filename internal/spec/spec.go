@@ -149,6 +149,22 @@ func ParseSize(s string) (int64, error) {
 // MaxDuration is the longest duration ParseDuration accepts (a year).
 const MaxDuration = 366 * 24 * time.Hour
 
+// FormatSize writes a byte count the way options are given: 64m, 2g, 512k.
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		s string
+		b int64
+	}{{"t", 1 << 40}, {"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}} {
+		if n >= u.b && n%u.b == 0 {
+			return strconv.FormatInt(n/u.b, 10) + u.s
+		}
+	}
+	if n >= 1<<20 {
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + "m"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
 // ParseDuration reads a Go duration or a plain number of seconds; NaN,
 // infinities, negative durations and durations above MaxDuration are errors.
 func ParseDuration(s string) (time.Duration, error) {

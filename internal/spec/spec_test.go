@@ -104,3 +104,11 @@ func TestImpossibleValues(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{64 << 20: "64m", 2 << 30: "2g", 512 << 10: "512k", 1000: "1000", 1<<40 + 0: "1t", 3<<20 + 1<<19: "3584k"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

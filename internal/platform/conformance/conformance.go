@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -1052,7 +1053,7 @@ func (s *suite) testFootprint(t *testing.T) {
 	}
 
 	// 16 MiB written and synced to the scratch directory
-	mustRun(t, ctx, inst, "sh", "-c", `dd if=/dev/zero of="$`+platform.ScratchEnv+`/footprint" bs=1048576 count=16 2>/dev/null && sync && echo ok`)
+	mustRun(t, ctx, inst, "sh", "-c", `dd if=/dev/zero of="$`+guestenv.ScratchEnv+`/footprint" bs=1048576 count=16 2>/dev/null && sync && echo ok`)
 	fp1, err := fper.Footprint(ctx)
 	if err != nil {
 		t.Fatalf("Footprint after writing: %v", err)

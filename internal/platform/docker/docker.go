@@ -5,7 +5,7 @@
 //
 // Options: the common cpus, memory, network (bridge, nat, host, none) and
 // storage (rootfs: the container's overlay; volume: a host directory
-// bind-mounted at platform.ScratchDir), plus runtime (an OCI runtime
+// bind-mounted at guestenv.ScratchDir), plus runtime (an OCI runtime
 // registered with dockerd, e.g. runc or runsc) and image (profile,
 // default minimal). network=nat is Docker's bridge with the spec's ports
 // published on 127.0.0.1 (docker run -p 127.0.0.1::PORT): the host reaches
@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/blockdev"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
@@ -322,7 +323,7 @@ func containerName(name string) (string, error) {
 }
 
 // createConfig builds the container's configuration from the spec.
-// volDir, when not empty, is bind-mounted at platform.ScratchDir.
+// volDir, when not empty, is bind-mounted at guestenv.ScratchDir.
 func createConfig(s platform.Spec, ref, runtime, volDir string) (containerConfig, error) {
 	mode, err := networkMode(s.Network)
 	if err != nil {
@@ -346,7 +347,7 @@ func createConfig(s platform.Spec, ref, runtime, volDir string) (containerConfig
 	cc := containerConfig{
 		Image:  ref,
 		Cmd:    cmd,
-		Env:    []string{platform.ScratchEnv + "=" + platform.ScratchDir},
+		Env:    []string{guestenv.ScratchEnv + "=" + guestenv.ScratchDir},
 		Labels: labels,
 		HostConfig: hostConfig{
 			NanoCpus:    int64(s.CPUs * 1e9),
@@ -359,7 +360,7 @@ func createConfig(s platform.Spec, ref, runtime, volDir string) (containerConfig
 		cc.HostConfig.MemorySwap = s.Memory
 	}
 	if volDir != "" {
-		cc.HostConfig.Binds = []string{volDir + ":" + platform.ScratchDir}
+		cc.HostConfig.Binds = []string{volDir + ":" + guestenv.ScratchDir}
 	}
 	if s.Network == platform.NetNAT {
 		// published on the host's loopback only, on a port Docker picks
@@ -539,7 +540,7 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 		"AttachStderr": true,
 		"Tty":          false,
 		"Cmd":          cmd,
-		"Env":          []string{platform.ScratchEnv + "=" + platform.ScratchDir},
+		"Env":          []string{guestenv.ScratchEnv + "=" + guestenv.ScratchDir},
 	}
 	var created struct {
 		ID string `json:"Id"`

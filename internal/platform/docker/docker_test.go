@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/isobench/isobench/internal/agenthost"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 )
@@ -283,7 +284,7 @@ func TestCreateConfig(t *testing.T) {
 	if hc.NanoCpus != 1_500_000_000 || hc.Memory != 256<<20 || hc.MemorySwap != 256<<20 || hc.NetworkMode != "none" || hc.Runtime != "runsc" {
 		t.Errorf("host config %+v", hc)
 	}
-	if len(hc.Binds) != 1 || hc.Binds[0] != "/state/volumes/isobench-x:"+platform.ScratchDir {
+	if len(hc.Binds) != 1 || hc.Binds[0] != "/state/volumes/isobench-x:"+guestenv.ScratchDir {
 		t.Errorf("binds %q", hc.Binds)
 	}
 	if strings.Join(cc.Cmd, " ") != "/usr/local/bin/isobench agent hello" {

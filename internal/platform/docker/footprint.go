@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -40,7 +41,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 		fp.DiskBytes = *si.SizeRw
 	}
 	if in.volDir != "" {
-		du, err := platform.DiskUsage(in.volDir)
+		du, err := hostos.DiskUsage(in.volDir)
 		if err != nil {
 			return fp, fmt.Errorf("docker: %w", err)
 		}
@@ -50,11 +51,11 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, err
 	}
-	use, err := platform.CgroupUsage(memDir, cpuDir)
+	memBytes, cpuSeconds, err := hostos.CgroupUsage(memDir, cpuDir)
 	if err != nil {
 		return fp, fmt.Errorf("docker %s: %w", in.name, err)
 	}
-	fp.MemoryBytes, fp.CPUSeconds = use.MemoryBytes, use.CPUSeconds
+	fp.MemoryBytes, fp.CPUSeconds = memBytes, cpuSeconds
 	fp.EnginePIDs = enginePIDs(in.id)
 	return fp, nil
 }
@@ -65,7 +66,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 func containerCgroups(id string, pid int) (mem, cpu string, err error) {
 	const root = "/sys/fs/cgroup"
 	if pid > 0 {
-		if mem, cpu, err := platform.ProcessCgroups(pid); err == nil {
+		if mem, cpu, err := hostos.ProcessCgroups(pid); err == nil {
 			return mem, cpu, nil
 		}
 	}

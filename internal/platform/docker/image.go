@@ -32,7 +32,7 @@ func imageRef(profile, digest string) string { return ImageRepo(profile) + ":" +
 func (p *Platform) EnsureImage(ctx context.Context, profile string) (string, error) {
 	p.imageMu.Lock()
 	defer p.imageMu.Unlock()
-	b := image.ForEnv(p.env)
+	b := image.Builder{AgentBinary: p.env.AgentBinary, StateDir: p.env.StateDir, Log: p.env.Log}
 	digest, err := b.Digest(profile)
 	if err != nil {
 		return "", fmt.Errorf("docker image %s: %w", profile, err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/hostos"
 )
 
 // OOMKilled implements platform.OOMReporter. Docker's State.OOMKilled
@@ -28,11 +28,11 @@ func (in *Instance) OOMKilled(ctx context.Context) (bool, error) {
 	if ci.State.Pid <= 0 {
 		return false, nil
 	}
-	dir, err := platform.MemoryCgroupOf(ci.State.Pid)
+	dir, err := hostos.MemoryCgroupOf(ci.State.Pid)
 	if err != nil {
 		return false, fmt.Errorf("docker: memory cgroup of %s: %w", in.name, err)
 	}
-	n, err := platform.CgroupOOMKills(dir)
+	n, err := hostos.CgroupOOMKills(dir)
 	if err != nil {
 		return false, fmt.Errorf("docker: %w", err)
 	}

@@ -8,7 +8,7 @@
 // on the VM's scratch disk (overlay2 on ext4 on virtio-blk), and the real
 // docker platform code runs in the guest as "isobench platformd docker:..."
 // over an exec of the VM's control channel (virtio-serial), driven from
-// here by package remote's client (yamux on that byte stream). The VM is
+// here by package platformd's client (yamux on that byte stream). The VM is
 // booted by Prepare (or the first Create): an instance's startup is the
 // container's, not the VM's boot.
 //
@@ -51,11 +51,12 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/guest"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/docker"
+	"github.com/isobench/isobench/internal/platform/platformd"
 	"github.com/isobench/isobench/internal/platform/qemu"
-	"github.com/isobench/isobench/internal/remote"
 	"github.com/isobench/isobench/internal/spec"
 )
 
@@ -85,7 +86,7 @@ const DockerTimeout = 15 * time.Minute
 
 // GuestStateDir is the guest docker platform's state dir (on the scratch
 // disk).
-const GuestStateDir = platform.ScratchDir + "/isobench-state"
+const GuestStateDir = guestenv.ScratchDir + "/isobench-state"
 
 // Platform is docker-in-vm.
 type Platform struct {
@@ -249,7 +250,7 @@ func (p *Platform) boot(ctx context.Context) (_ platform.Platform, err error) {
 		return nil, fmt.Errorf("%s: dockerd in the guest: %w: %s", Name, err, strings.TrimSpace(out.String()))
 	}
 	booted := time.Since(start)
-	// platformd's stdin and stdout are the byte stream remote's yamux runs on
+	// platformd's stdin and stdout are the byte stream platformd's yamux runs on
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -271,7 +272,7 @@ func (p *Platform) boot(ctx context.Context) (_ platform.Platform, err error) {
 		stop()
 		return nil
 	}
-	c, err := remote.NewClient(ctx, conn, "vm "+vm.ID(), cleanup)
+	c, err := platformd.NewClient(ctx, conn, "vm "+vm.ID(), cleanup, nil)
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("%s: %w", Name, err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/runc"
 )
@@ -47,7 +48,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 		run := in.Main.Process.Pid
 		fp.EnginePIDs = []int{run}
 		for _, pid := range childPIDs(run) {
-			m, c, err := platform.ProcessCgroups(pid)
+			m, c, err := hostos.ProcessCgroups(pid)
 			if err == nil {
 				m, c = runc.ContainerCgroup(m, in.ID()), runc.ContainerCgroup(c, in.ID())
 			}
@@ -66,11 +67,11 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 			return fp, fmt.Errorf("gvisor: %w", err)
 		}
 	}
-	use, err := platform.CgroupUsage(mem, cpu)
+	memBytes, cpuSeconds, err := hostos.CgroupUsage(mem, cpu)
 	if err != nil {
 		return fp, fmt.Errorf("gvisor %s: %w", in.ID(), err)
 	}
-	fp.MemoryBytes, fp.CPUSeconds = use.MemoryBytes, use.CPUSeconds
+	fp.MemoryBytes, fp.CPUSeconds = memBytes, cpuSeconds
 	if fp.DiskBytes, err = runc.InstanceDisk(in.Instance); err != nil {
 		return fp, fmt.Errorf("gvisor %s: %w", in.ID(), err)
 	}
@@ -89,7 +90,7 @@ func childPIDs(pid int) []int {
 		if err != nil {
 			continue
 		}
-		if platform.ParentPID(p) == pid {
+		if hostos.ParentPID(p) == pid {
 			out = append(out, p)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -168,7 +169,7 @@ func CreateArgs(name string, l Layout, network, iface string, addr netip.Addr) [
 		"mount=/rescue " + filepath.Join(l.Root, "rescue") + " nullfs ro 0 0",
 	}
 	if l.Scratch != "" {
-		argv = append(argv, "mount="+l.Scratch+" "+filepath.Join(l.Root, strings.TrimPrefix(platform.ScratchDir, "/"))+" nullfs rw 0 0")
+		argv = append(argv, "mount="+l.Scratch+" "+filepath.Join(l.Root, strings.TrimPrefix(guestenv.ScratchDir, "/"))+" nullfs rw 0 0")
 	}
 	switch network {
 	case platform.NetNone:
@@ -204,7 +205,7 @@ func ExecArgs(name string, argv []string) []string {
 const agentPath = "/isobench"
 
 // guestEnv is the environment of every command in a jail.
-var guestEnv = []string{"PATH=/rescue", platform.ScratchEnv + "=" + platform.ScratchDir, "HOME=/"}
+var guestEnv = []string{"PATH=/rescue", guestenv.ScratchEnv + "=" + guestenv.ScratchDir, "HOME=/"}
 
 // ParseJLS parses `jls -n -j NAME` output: space-separated name=value
 // parameters and bare boolean flags ("persist", "nodying"); values with
@@ -270,7 +271,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		}
 	}()
 	l := Layout{Root: filepath.Join(dir, "root")}
-	for _, d := range []string{"rescue", "dev", "tmp", "etc", strings.TrimPrefix(platform.ScratchDir, "/")} {
+	for _, d := range []string{"rescue", "dev", "tmp", "etc", strings.TrimPrefix(guestenv.ScratchDir, "/")} {
 		if err := os.MkdirAll(filepath.Join(l.Root, d), 0o755); err != nil {
 			return nil, fmt.Errorf("jail: %w", err)
 		}

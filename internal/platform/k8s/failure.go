@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -336,7 +337,7 @@ func cgroupTreeOOMKills(dir string) (int64, error) {
 		if !d.IsDir() {
 			return nil
 		}
-		n, err := platform.CgroupOOMKills(path)
+		n, err := hostos.CgroupOOMKills(path)
 		if err != nil {
 			return nil // no counter here (a kernel before 4.13): the others may have one
 		}

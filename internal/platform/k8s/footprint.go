@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -39,7 +40,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, fmt.Errorf("k8s footprint: pod %s: %w", in.name, err)
 	}
-	if fp, err = platform.CgroupUsage(mem, cpu); err != nil {
+	if fp.MemoryBytes, fp.CPUSeconds, err = hostos.CgroupUsage(mem, cpu); err != nil {
 		return fp, fmt.Errorf("k8s footprint: pod %s: %w", in.name, err)
 	}
 
@@ -60,7 +61,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, fmt.Errorf("k8s footprint: pod %s: %w", in.name, err)
 	}
-	if fp.DiskBytes, err = platform.DisksUsage(upper, filepath.Join(rootDir, "pods", in.uid, "volumes", "kubernetes.io~empty-dir")); err != nil {
+	if fp.DiskBytes, err = hostos.DisksUsage(upper, filepath.Join(rootDir, "pods", in.uid, "volumes", "kubernetes.io~empty-dir")); err != nil {
 		return fp, fmt.Errorf("k8s footprint: pod %s: %w", in.name, err)
 	}
 
@@ -68,11 +69,11 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if sock == "" {
 		return fp, fmt.Errorf("k8s footprint: no containerd socket on this host (containerd=SOCKET names it)")
 	}
-	containerd, err := platform.SocketPeerPID(sock)
+	containerd, err := hostos.SocketPeerPID(sock)
 	if err != nil {
 		return fp, fmt.Errorf("k8s footprint: containerd: %w", err)
 	}
-	if argv0 := platform.ProcArgv(containerd)[0]; filepath.Base(argv0) != "containerd" {
+	if argv0 := hostos.ProcArgv(containerd)[0]; filepath.Base(argv0) != "containerd" {
 		return fp, fmt.Errorf("k8s footprint: the process listening on %s is pid %d (%q), not containerd", sock, containerd, argv0)
 	}
 	shim, err := podShim(mem)
@@ -161,7 +162,7 @@ func overlayUpper(line, id string) (string, bool) {
 	}
 	for _, o := range strings.Split(g[2], ",") {
 		if v, ok := strings.CutPrefix(o, "upperdir="); ok {
-			return platform.UnescapeMount(v), true
+			return hostos.UnescapeMount(v), true
 		}
 	}
 	return "", false
@@ -190,7 +191,7 @@ func podShim(cgroupDir string) (int, error) {
 	for _, pid := range pids {
 		p := pid
 		for depth := 0; depth < 16 && p > 1; depth++ {
-			ppid, comm, err := platform.ProcStat(p)
+			ppid, comm, err := hostos.ProcStat(p)
 			if err != nil {
 				break
 			}
@@ -209,7 +210,7 @@ func podShim(cgroupDir string) (int, error) {
 func (p *Platform) kubelet(ctx context.Context, node string) (pid int, rootDir string, err error) {
 	p.kubeletMu.Lock()
 	defer p.kubeletMu.Unlock()
-	if p.kubeletPID > 0 && filepath.Base(platform.ProcArgv(p.kubeletPID)[0]) == "kubelet" {
+	if p.kubeletPID > 0 && filepath.Base(hostos.ProcArgv(p.kubeletPID)[0]) == "kubelet" {
 		return p.kubeletPID, p.kubeletRoot, nil
 	}
 	var n struct {
@@ -232,7 +233,7 @@ func (p *Platform) kubelet(ctx context.Context, node string) (pid int, rootDir s
 	if err != nil {
 		return 0, "", fmt.Errorf("the kubelet of node %s: %w", node, err)
 	}
-	argv := platform.ProcArgv(pid)
+	argv := hostos.ProcArgv(pid)
 	if filepath.Base(argv[0]) != "kubelet" {
 		return 0, "", fmt.Errorf("the process listening on the kubelet port %d of node %s is pid %d (%q), not a kubelet", port, node, pid, argv[0])
 	}

@@ -98,7 +98,7 @@ func (p *Platform) Prepare(ctx context.Context, profile string) error {
 // image returns the reference of the profile's image, importing it into
 // the node's containerd when it is not there.
 func (p *Platform) image(ctx context.Context, profile string) (string, error) {
-	b := image.ForEnv(p.env)
+	b := image.Builder{AgentBinary: p.env.AgentBinary, StateDir: p.env.StateDir, Log: p.env.Log}
 	digest, err := b.Digest(profile)
 	if err != nil {
 		return "", fmt.Errorf("k8s: image %s: %w", profile, err)

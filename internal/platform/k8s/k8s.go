@@ -7,7 +7,7 @@
 //
 // Options: the common cpus and memory (requests = limits), network (bridge:
 // the pod network, the default; host: hostNetwork) and storage (rootfs, or
-// volume: an emptyDir at platform.ScratchDir), plus runtime (a RuntimeClass
+// volume: an emptyDir at guestenv.ScratchDir), plus runtime (a RuntimeClass
 // name, e.g. runc or gvisor), node (nodeName), namespace, kubeconfig (else
 // $KUBECONFIG, ~/.kube/config, then /var/lib/isobench/k8s/admin.kubeconfig,
 // which scripts/start-k8s.sh writes), containerd (the node's containerd

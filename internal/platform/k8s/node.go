@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/hostnet"
-	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/hostos"
 )
 
 // LocalRun is the run directory of the local cluster (scripts/start-k8s.sh's
@@ -258,7 +258,7 @@ func (n node) processes() map[int]nodeProc {
 		if err != nil {
 			continue
 		}
-		ppid, comm, err := platform.ParseStat(string(st))
+		ppid, comm, err := hostos.ParseStat(string(st))
 		if err != nil {
 			continue
 		}

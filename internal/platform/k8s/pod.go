@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 )
@@ -295,7 +296,7 @@ func buildPod(s platform.Spec, o podOpts) (*pod, error) {
 		Image:           o.Image,
 		ImagePullPolicy: "Never",
 		Command:         cmd,
-		Env:             []envVar{{Name: platform.ScratchEnv, Value: platform.ScratchDir}},
+		Env:             []envVar{{Name: guestenv.ScratchEnv, Value: guestenv.ScratchDir}},
 	}
 	lim := map[string]string{}
 	if s.CPUs > 0 {
@@ -325,7 +326,7 @@ func buildPod(s platform.Spec, o podOpts) (*pod, error) {
 	}
 	if s.Storage == platform.StorageVolume {
 		ps.Volumes = []volume{{Name: "scratch", EmptyDir: &struct{}{}}}
-		c.VolumeMounts = []volumeMount{{Name: "scratch", MountPath: platform.ScratchDir}}
+		c.VolumeMounts = []volumeMount{{Name: "scratch", MountPath: guestenv.ScratchDir}}
 	}
 	ps.Containers = []container{c}
 	return &pod{

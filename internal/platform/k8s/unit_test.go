@@ -21,6 +21,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 )
@@ -48,10 +49,10 @@ func TestBuildPod(t *testing.T) {
 	if !reflect.DeepEqual(c.Command, []string{image.AgentPath, "agent", "idle"}) {
 		t.Errorf("idle command %q", c.Command)
 	}
-	if len(pd.Spec.Volumes) != 1 || pd.Spec.Volumes[0].EmptyDir == nil || c.VolumeMounts[0].MountPath != platform.ScratchDir {
+	if len(pd.Spec.Volumes) != 1 || pd.Spec.Volumes[0].EmptyDir == nil || c.VolumeMounts[0].MountPath != guestenv.ScratchDir {
 		t.Errorf("storage=volume gave volumes %+v mounts %+v", pd.Spec.Volumes, c.VolumeMounts)
 	}
-	if c.Env[0] != (envVar{platform.ScratchEnv, platform.ScratchDir}) {
+	if c.Env[0] != (envVar{guestenv.ScratchEnv, guestenv.ScratchDir}) {
 		t.Errorf("env %+v", c.Env)
 	}
 	l := pd.Metadata.Labels

@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/isobench/isobench/internal/guestenv"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 )
@@ -62,7 +64,7 @@ func (r *Rootfs) Dir(ctx context.Context, profile string) (string, error) {
 	if r.Env.StateDir == "" {
 		return "", errors.New("no state directory to keep root file systems in")
 	}
-	b := image.ForEnv(r.Env)
+	b := image.Builder{AgentBinary: r.Env.AgentBinary, StateDir: r.Env.StateDir, Log: r.Env.Log}
 	digest, err := b.Digest(profile)
 	if err != nil {
 		return "", err
@@ -180,7 +182,7 @@ func Env() []string {
 	return []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=/root",
-		platform.ScratchEnv + "=" + platform.ScratchDir,
+		guestenv.ScratchEnv + "=" + guestenv.ScratchDir,
 	}
 }
 
@@ -212,7 +214,7 @@ func Descendants(pid int) []int {
 		if err != nil {
 			continue
 		}
-		if pp := platform.ParentPID(p); pp > 0 {
+		if pp := hostos.ParentPID(p); pp > 0 {
 			children[pp] = append(children[pp], p)
 		}
 	}
@@ -247,7 +249,7 @@ func Run(ctx context.Context, cmd *exec.Cmd, argv []string, what string) error {
 	if cmd.Stderr == nil {
 		cmd.Stderr = &limitWriter{w: &stderr, n: 4096}
 	}
-	platform.OwnProcessGroup(cmd) // Ctrl-C reaches isobench, not the engine's helper
+	hostos.OwnProcessGroup(cmd) // Ctrl-C reaches isobench, not the engine's helper
 	cmd.Cancel = func() error {
 		KillTree(cmd.Process.Pid)
 		return nil

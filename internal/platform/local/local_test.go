@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -36,7 +37,7 @@ func TestProcessTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	if p := platform.ParentPID(cmd.Process.Pid); p != os.Getpid() {
+	if p := hostos.ParentPID(cmd.Process.Pid); p != os.Getpid() {
 		t.Errorf("Parent = %d, want %d", p, os.Getpid())
 	}
 	var d []int
@@ -50,7 +51,7 @@ func TestProcessTree(t *testing.T) {
 	KillTree(cmd.Process.Pid)
 	cmd.Wait()
 	for _, p := range d {
-		if platform.ParentPID(p) == cmd.Process.Pid {
+		if hostos.ParentPID(p) == cmd.Process.Pid {
 			t.Errorf("descendant %d still alive", p)
 		}
 	}
@@ -77,7 +78,7 @@ func asExit(err error, ee **platform.ExitError) bool {
 }
 
 func TestUnescapeAndMounts(t *testing.T) {
-	if got := platform.UnescapeMount(`/a\040b\134c`); got != `/a b\c` {
+	if got := hostos.UnescapeMount(`/a\040b\134c`); got != `/a b\c` {
 		t.Errorf("unescape %q", got)
 	}
 	if m := MountsUnder("/proc"); len(m) == 0 || m[0] != "/proc" {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/isobench/isobench/internal/guestenv"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -14,8 +16,8 @@ import (
 // the instance id, which the hosts file names too).
 const Hostname = "isobench"
 
-// NoResolver is platform.NoResolver.
-const NoResolver = platform.NoResolver
+// NoResolver is guestenv.NoResolver.
+const NoResolver = guestenv.NoResolver
 
 // guestHosts is the /etc/hosts of a container with address addr (the
 // bridge lease; invalid without one): its names map to the lease, as
@@ -41,8 +43,8 @@ func WriteNames(root, network string, addr netip.Addr, names ...string) error {
 	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
 		return err
 	}
-	if err := platform.ReplaceFile(filepath.Join(root, "etc", "hosts"), []byte(guestHosts(addr, names))); err != nil {
+	if err := hostos.ReplaceFile(filepath.Join(root, "etc", "hosts"), []byte(guestHosts(addr, names))); err != nil {
 		return err
 	}
-	return platform.ReplaceFile(filepath.Join(root, "etc", "resolv.conf"), []byte(NoResolver))
+	return hostos.ReplaceFile(filepath.Join(root, "etc", "resolv.conf"), []byte(NoResolver))
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/hostnet"
-	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/hostos"
 )
 
 // NetnsDir is where `ip netns` keeps named network namespaces.
@@ -196,7 +196,7 @@ func MountsUnder(dir string) []string {
 		if len(f) < 5 {
 			continue
 		}
-		mp := platform.UnescapeMount(f[4])
+		mp := hostos.UnescapeMount(f[4])
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {
 			out = append(out, mp)
 		}

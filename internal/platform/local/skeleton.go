@@ -166,7 +166,7 @@ type Instance struct {
 	Dir     string   // StateDir/instances/<id>
 	Network string   // the network mode in force
 	Overlay *Overlay // the root file system
-	Volume  string   // storage=volume: the host directory to mount at platform.ScratchDir
+	Volume  string   // storage=volume: the host directory to mount at guestenv.ScratchDir
 	Netns   *Netns   // network=bridge with Setup.Netns
 	Bridge  *hostnet.Bridge
 	Addr    netip.Addr // the bridge lease (Setup.Netns or Setup.Lease)

@@ -15,9 +15,10 @@ import (
 	"syscall"
 
 	"github.com/isobench/isobench/internal/cgroup"
-	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/hostnet"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/runrec"
 )
 
 // Traits are what a local platform's instances leave on this host besides
@@ -308,7 +309,7 @@ func hostProcs() []hostProc {
 		if err != nil {
 			continue
 		}
-		p := hostProc{pid: pid, ppid: platform.ParentPID(pid)}
+		p := hostProc{pid: pid, ppid: hostos.ParentPID(pid)}
 		for _, a := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {
 			if a != "" {
 				p.argv = append(p.argv, a)

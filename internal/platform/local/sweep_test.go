@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/runrec"
 )
 
 // TestSweep: what a local platform's Sweep lists for its instances found

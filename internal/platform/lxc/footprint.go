@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -27,17 +28,17 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil || pid <= 0 {
 		return fp, fmt.Errorf("lxc-info %s: no init pid in %q (is it running?)", in.ID(), out)
 	}
-	mem, cpu, err := platform.ProcessCgroups(pid)
+	mem, cpu, err := hostos.ProcessCgroups(pid)
 	if err != nil {
 		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
 	}
 	// a booted system's init sits in a cgroup of its own below the
 	// container's (init.scope): count the whole container, its services too
 	mem, cpu = containerCgroup(mem), containerCgroup(cpu)
-	if fp, err = platform.CgroupUsage(mem, cpu); err != nil {
+	if fp.MemoryBytes, fp.CPUSeconds, err = hostos.CgroupUsage(mem, cpu); err != nil {
 		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
 	}
-	if fp.DiskBytes, err = platform.DisksUsage(filepath.Join(in.Dir, "upper"), filepath.Join(in.Dir, "volume")); err != nil {
+	if fp.DiskBytes, err = hostos.DisksUsage(filepath.Join(in.Dir, "upper"), filepath.Join(in.Dir, "volume")); err != nil {
 		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
 	}
 	if in.Main != nil && in.Main.Process != nil {

@@ -63,6 +63,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/confine"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
@@ -214,7 +215,7 @@ func config(s platform.Spec, c containerConfig) string {
 		set("lxc.net.0.type", "empty")
 	}
 	if c.volume != "" {
-		set("lxc.mount.entry", c.volume+" "+strings.TrimPrefix(platform.ScratchDir, "/")+" none bind,create=dir 0 0")
+		set("lxc.mount.entry", c.volume+" "+strings.TrimPrefix(guestenv.ScratchDir, "/")+" none bind,create=dir 0 0")
 	}
 	if c.cgroupV2 {
 		if s.CPUs > 0 {

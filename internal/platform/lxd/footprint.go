@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -50,21 +51,21 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if st.Pid <= 0 {
 		return fp, fmt.Errorf("lxd %s: no init pid (status %q): is it running?", in.id, st.Status)
 	}
-	mem, cpu, err := platform.ProcessCgroups(st.Pid)
+	mem, cpu, err := hostos.ProcessCgroups(st.Pid)
 	if err != nil {
 		return fp, fmt.Errorf("lxd %s: %w", in.id, err)
 	}
 	// a booted system's init sits in a cgroup of its own below the
 	// container's (init.scope): count the whole container, its services too
 	mem, cpu = payloadCgroup(mem, in.id), payloadCgroup(cpu, in.id)
-	if fp, err = platform.CgroupUsage(mem, cpu); err != nil {
+	if fp.MemoryBytes, fp.CPUSeconds, err = hostos.CgroupUsage(mem, cpu); err != nil {
 		return fp, fmt.Errorf("lxd %s: %w", in.id, err)
 	}
 	if fp.DiskBytes, err = in.rootDisk(ctx, st); err != nil {
 		return fp, fmt.Errorf("lxd %s: %w", in.id, err)
 	}
 	if in.volume != "" {
-		du, err := platform.DiskUsage(in.volume)
+		du, err := hostos.DiskUsage(in.volume)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fp, fmt.Errorf("lxd %s: %w", in.id, err)
 		}
@@ -102,7 +103,7 @@ func (in *Instance) rootDisk(ctx context.Context, st instanceState) (int64, erro
 	// LXD mounts every pool at storage-pools/POOL in its directory, the
 	// one holding its socket (/var/lib/lxd, /var/snap/lxd/common/lxd)
 	dir := filepath.Join(filepath.Dir(in.p.c.socket), "storage-pools", in.p.pool, "containers", in.id)
-	du, err := platform.DiskUsage(dir)
+	du, err := hostos.DiskUsage(dir)
 	if err != nil {
 		return 0, err
 	}
@@ -125,11 +126,11 @@ func payloadCgroup(path, name string) string {
 // socket's peer credentials), checked to be lxd: a socket activated by
 // systemd would name systemd instead.
 func daemonPID(socket string) (int, error) {
-	pid, err := platform.SocketPeerPID(socket)
+	pid, err := hostos.SocketPeerPID(socket)
 	if err != nil {
 		return 0, fmt.Errorf("daemon pid: %w", err)
 	}
-	if argv0 := platform.ProcArgv(pid)[0]; filepath.Base(argv0) != "lxd" {
+	if argv0 := hostos.ProcArgv(pid)[0]; filepath.Base(argv0) != "lxd" {
 		return 0, fmt.Errorf("daemon pid: the process listening on %s is pid %d (%q), not lxd (socket activation?)", socket, pid, argv0)
 	}
 	return pid, nil
@@ -138,7 +139,7 @@ func daemonPID(socket string) (int, error) {
 // monitorPID is the parent of the container's init, checked to be the
 // [lxc monitor] of this container (LXD keeps one per container).
 func monitorPID(initPID int, name string) (int, error) {
-	ppid, _, err := platform.ProcStat(initPID)
+	ppid, _, err := hostos.ProcStat(initPID)
 	if err != nil {
 		return 0, fmt.Errorf("monitor pid: %w", err)
 	}

@@ -50,6 +50,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/confine"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
@@ -423,7 +424,7 @@ func (p *Platform) instanceConfig(s platform.Spec, id, alias, volume, hostVeth s
 		"root": {"type": "disk", "path": "/", "pool": p.pool},
 	}
 	if volume != "" {
-		dev["scratch"] = map[string]string{"type": "disk", "source": volume, "path": platform.ScratchDir}
+		dev["scratch"] = map[string]string{"type": "disk", "source": volume, "path": guestenv.ScratchDir}
 	}
 	if hostVeth != "" {
 		dev["eth0"] = map[string]string{"type": "nic", "nictype": "bridged", "parent": hostnet.DefaultBridge, "name": "eth0", "host_name": hostVeth}
@@ -783,6 +784,6 @@ func execEnv() map[string]string {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	env[platform.ScratchEnv] = platform.ScratchDir
+	env[guestenv.ScratchEnv] = guestenv.ScratchDir
 	return env
 }

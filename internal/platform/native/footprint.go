@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -19,11 +20,12 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if in.cg == nil {
 		return platform.Footprint{}, errors.New("native: footprint needs the instance's cgroup, and this instance has none: set a limit (e.g. native:memory=64g) so its processes run in a cgroup")
 	}
-	fp, err := platform.CgroupUsage(in.cg.AccountingDirs())
+	memBytes, cpuSeconds, err := hostos.CgroupUsage(in.cg.AccountingDirs())
 	if err != nil {
-		return fp, fmt.Errorf("native: %w", err)
+		return platform.Footprint{}, fmt.Errorf("native: %w", err)
 	}
-	if fp.DiskBytes, err = platform.DiskUsage(in.dir); err != nil {
+	fp := platform.Footprint{MemoryBytes: memBytes, CPUSeconds: cpuSeconds}
+	if fp.DiskBytes, err = hostos.DiskUsage(in.dir); err != nil {
 		return fp, fmt.Errorf("native: %w", err)
 	}
 	return fp, nil

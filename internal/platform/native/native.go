@@ -21,6 +21,8 @@ import (
 
 	"github.com/isobench/isobench/internal/blockdev"
 	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/guestenv"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/privdir"
@@ -187,13 +189,13 @@ func (in *Instance) command(ctx context.Context, argv []string, stdio platform.E
 // static busybox applets at the end of PATH, so the tools every image has
 // (httpd, nc...) exist on native too while host binaries take precedence.
 func (p *Platform) environ(scratch string) []string {
-	env := []string{platform.ScratchEnv + "=" + scratch}
+	env := []string{guestenv.ScratchEnv + "=" + scratch}
 	path := os.Getenv("PATH")
 	if dir := p.applets(); dir != "" {
 		path += ":" + dir
 	}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, platform.ScratchEnv+"=") {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, guestenv.ScratchEnv+"=") {
 			env = append(env, kv)
 		}
 	}
@@ -252,8 +254,8 @@ func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.Exec
 			defer r.Close()
 		}
 	}
-	cmd := platform.OwnProcessGroup(in.command(ctx, argv, stdio))
-	cmd.Cancel = platform.KillGroup(cmd)
+	cmd := hostos.OwnProcessGroup(in.command(ctx, argv, stdio))
+	cmd.Cancel = hostos.KillGroup(cmd)
 	err := cmd.Run()
 	if stdinW != nil {
 		stdinW.Close() // the copier ends at its next write

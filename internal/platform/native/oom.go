@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/hostos"
 )
 
 // OOMKilled implements platform.OOMReporter: whether the OOM killer killed
@@ -15,7 +15,7 @@ func (in *Instance) OOMKilled(ctx context.Context) (bool, error) {
 	}
 	var errs []error
 	for _, d := range in.cg.Dirs() {
-		n, err := platform.CgroupOOMKills(d)
+		n, err := hostos.CgroupOOMKills(d)
 		if err == nil {
 			return n > 0, nil
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -24,11 +25,12 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if in.Closed() || in.cg == nil || in.cg.g == nil {
 		return fp, fmt.Errorf("nspawn: instance %s is closed", in.ID())
 	}
-	fp, err := platform.CgroupUsage(in.cg.g.AccountingDirs())
+	memBytes, cpuSeconds, err := hostos.CgroupUsage(in.cg.g.AccountingDirs())
 	if err != nil {
 		return fp, fmt.Errorf("nspawn %s: %w", in.ID(), err)
 	}
-	if fp.DiskBytes, err = platform.DisksUsage(filepath.Join(in.Dir, "upper"), in.Volume); err != nil {
+	fp.MemoryBytes, fp.CPUSeconds = memBytes, cpuSeconds
+	if fp.DiskBytes, err = hostos.DisksUsage(filepath.Join(in.Dir, "upper"), in.Volume); err != nil {
 		return fp, fmt.Errorf("nspawn %s: %w", in.ID(), err)
 	}
 	if in.Main != nil && in.Main.Process != nil && !in.Ended() {

@@ -51,6 +51,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/confine"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
@@ -166,7 +167,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 		args = append(args, "--resolv-conf=off")
 	}
 	if in.Volume != "" {
-		args = append(args, "--bind="+in.Volume+":"+platform.ScratchDir)
+		args = append(args, "--bind="+in.Volume+":"+guestenv.ScratchDir)
 	}
 	if !p.boot {
 		args = append(append(args, "--"), local.ConfinedArgv(local.MainArgv(s))...)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
@@ -114,7 +115,7 @@ func TestSystemFootprintCountsServices(t *testing.T) {
 	walk = func(pid int) {
 		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 		names = append(names, strings.TrimSpace(string(comm)))
-		m, c, err := platform.ProcessCgroups(pid)
+		m, c, err := hostos.ProcessCgroups(pid)
 		if err != nil {
 			t.Errorf("pid %d (%s): %v", pid, comm, err)
 		} else if !under(m, mem) || !under(c, cpu) {

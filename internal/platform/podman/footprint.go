@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -48,13 +49,13 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, fmt.Errorf("podman %s: %w", in.name, err)
 	}
-	if fp, err = platform.CgroupUsage(mem, cpu); err != nil {
+	if fp.MemoryBytes, fp.CPUSeconds, err = hostos.CgroupUsage(mem, cpu); err != nil {
 		return fp, fmt.Errorf("podman %s: %w", in.name, err)
 	}
 	if si.SizeRw != nil {
 		fp.DiskBytes = *si.SizeRw
 	}
-	vol, err := platform.DisksUsage(in.volume)
+	vol, err := hostos.DisksUsage(in.volume)
 	if err != nil {
 		return fp, fmt.Errorf("podman %s: %w", in.name, err)
 	}
@@ -71,7 +72,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 // one.
 func containerCgroups(pid int, cgroupPath string) (mem, cpu string, err error) {
 	if pid > 0 {
-		if mem, cpu, err := platform.ProcessCgroups(pid); err == nil {
+		if mem, cpu, err := hostos.ProcessCgroups(pid); err == nil {
 			return mem, cpu, nil
 		}
 	}
@@ -96,7 +97,7 @@ func containerCgroups(pid int, cgroupPath string) (mem, cpu string, err error) {
 // conmonPid is the container's conmon: inspect's ConmonPid, or else the
 // parent of the container's init, when that process is a conmon.
 func conmonPid(conmon, pid int) int {
-	for _, c := range []int{conmon, platform.ParentPID(pid)} {
+	for _, c := range []int{conmon, hostos.ParentPID(pid)} {
 		if c > 0 && comm(c) == "conmon" {
 			return c
 		}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/hostos"
 )
 
 // OOMKilled implements platform.OOMReporter: podman's State.OOMKilled
@@ -28,11 +28,11 @@ func (in *Instance) OOMKilled(ctx context.Context) (bool, error) {
 	if err != nil || pid <= 0 {
 		return false, nil
 	}
-	dir, err := platform.MemoryCgroupOf(pid)
+	dir, err := hostos.MemoryCgroupOf(pid)
 	if err != nil {
 		return false, fmt.Errorf("podman: memory cgroup of %s: %w", in.name, err)
 	}
-	n, err := platform.CgroupOOMKills(dir)
+	n, err := hostos.CgroupOOMKills(dir)
 	if err != nil {
 		return false, fmt.Errorf("podman: %w", err)
 	}

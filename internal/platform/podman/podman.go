@@ -48,6 +48,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/confine"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
@@ -244,7 +245,7 @@ func (p *Platform) image(ctx context.Context, profile string) (string, error) {
 	if ref, ok := p.refs[profile]; ok {
 		return ref, nil
 	}
-	b := image.ForEnv(p.env)
+	b := image.Builder{AgentBinary: p.env.AgentBinary, StateDir: p.env.StateDir, Log: p.env.Log}
 	digest, err := b.Digest(profile)
 	if err != nil {
 		return "", fmt.Errorf("podman image %s: %w", profile, err)
@@ -361,7 +362,7 @@ func containerName(name string) string {
 }
 
 // createArgs builds `podman create`'s arguments. volDir, when not empty, is
-// bind-mounted at platform.ScratchDir; the container's log goes to logPath.
+// bind-mounted at guestenv.ScratchDir; the container's log goes to logPath.
 func (p *Platform) createArgs(s platform.Spec, name, ref, volDir, logPath string) ([]string, error) {
 	netArg, err := networkArg(s.Network)
 	if err != nil {
@@ -377,7 +378,7 @@ func (p *Platform) createArgs(s platform.Spec, name, ref, volDir, logPath string
 		"--ulimit", fmt.Sprintf("nproc=%d:%d", nproc, nproc),
 		"--network", netArg,
 		"--hostname", "isobench",
-		"--env", platform.ScratchEnv + "=" + platform.ScratchDir,
+		"--env", guestenv.ScratchEnv + "=" + guestenv.ScratchDir,
 		"--env", "HOME=/root",
 		"--log-driver", "k8s-file",
 		"--log-opt", "path=" + logPath,
@@ -396,7 +397,7 @@ func (p *Platform) createArgs(s platform.Spec, name, ref, volDir, logPath string
 		args = append(args, "--memory", m, "--memory-swap", m)
 	}
 	if volDir != "" {
-		args = append(args, "--volume", volDir+":"+platform.ScratchDir)
+		args = append(args, "--volume", volDir+":"+guestenv.ScratchDir)
 	}
 	// Docker's confinement (see the package doc)
 	caps := make([]string, len(confine.DockerCaps))

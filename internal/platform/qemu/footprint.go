@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
 )
@@ -88,11 +89,12 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if in.isClosed() {
 		return platform.Footprint{}, fmt.Errorf("qemu: instance %s is closed", in.id)
 	}
-	fp, err := platform.CgroupUsage(in.cg.AccountingDirs())
+	memBytes, cpuSeconds, err := hostos.CgroupUsage(in.cg.AccountingDirs())
 	if err != nil {
 		return platform.Footprint{}, fmt.Errorf("qemu: %w", err)
 	}
-	if fp.DiskBytes, err = platform.DisksUsage(in.disk, in.volume, in.runDir); err != nil {
+	fp := platform.Footprint{MemoryBytes: memBytes, CPUSeconds: cpuSeconds}
+	if fp.DiskBytes, err = hostos.DisksUsage(in.disk, in.volume, in.runDir); err != nil {
 		return platform.Footprint{}, fmt.Errorf("qemu: %w", err)
 	}
 	if in.cmd != nil && in.cmd.Process != nil {

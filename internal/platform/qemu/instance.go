@@ -23,6 +23,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/guest"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
@@ -520,7 +521,7 @@ func (in *Instance) guestArgv(argv []string) []string {
 func (in *Instance) runMain() {
 	defer close(in.mainDone)
 	w := in.spec.MainStdout
-	ex, err := in.conn.exec(context.Background(), guest.ExecRequest{Argv: in.guestArgv(in.spec.Main), Dir: platform.ScratchDir}, platform.ExecIO{Stdout: w})
+	ex, err := in.conn.exec(context.Background(), guest.ExecRequest{Argv: in.guestArgv(in.spec.Main), Dir: guestenv.ScratchDir}, platform.ExecIO{Stdout: w})
 	in.mainExit, in.mainErr = ex, err
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/guest"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
@@ -204,8 +205,8 @@ func TestBootPhases(t *testing.T) {
 		}
 		// no nameserver is reachable from a VM: lookups must fail at once
 		out.Reset()
-		if err := inst.Exec(ctx, []string{"cat", "/etc/resolv.conf"}, platform.ExecIO{Stdout: &out}); err != nil || out.String() != platform.NoResolver {
-			t.Errorf("guest resolv.conf %q (%v), want platform.NoResolver", out.String(), err)
+		if err := inst.Exec(ctx, []string{"cat", "/etc/resolv.conf"}, platform.ExecIO{Stdout: &out}); err != nil || out.String() != guestenv.NoResolver {
+			t.Errorf("guest resolv.conf %q (%v), want guestenv.NoResolver", out.String(), err)
 		}
 		if err := inst.Close(ctx); err != nil {
 			t.Fatal(err)

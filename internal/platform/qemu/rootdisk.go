@@ -69,7 +69,7 @@ func (p *Platform) buildRootDisk(ctx context.Context, profile string) (string, e
 	}
 	defer os.RemoveAll(tmp)
 	root := filepath.Join(tmp, "root")
-	if err := image.ForEnv(p.env).BuildDebianProfileBaseRootfs(ctx, profile, root); err != nil {
+	if err := (image.Builder{AgentBinary: p.env.AgentBinary, StateDir: p.env.StateDir, Log: p.env.Log}).BuildDebianProfileBaseRootfs(ctx, profile, root); err != nil {
 		return "", fmt.Errorf("qemu: %w", err)
 	}
 	if p.RootfsHook != nil {

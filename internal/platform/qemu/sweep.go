@@ -12,10 +12,11 @@ import (
 	"strings"
 
 	"github.com/isobench/isobench/internal/cgroup"
-	"github.com/isobench/isobench/internal/cleanup/runrec"
 	"github.com/isobench/isobench/internal/hostnet"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
+	"github.com/isobench/isobench/internal/runrec"
 )
 
 // Sweep lists what qemu VMs may leave on this host
@@ -211,7 +212,7 @@ func hostProcs() []hostProc {
 		if err != nil {
 			continue
 		}
-		p := hostProc{pid: pid, ppid: platform.ParentPID(pid)}
+		p := hostProc{pid: pid, ppid: hostos.ParentPID(pid)}
 		for _, a := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {
 			if a != "" {
 				p.argv = append(p.argv, a)

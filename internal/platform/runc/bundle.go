@@ -15,7 +15,7 @@ import (
 type Bundle struct {
 	ID        string // container id; the cgroup is /isobench/<ID>
 	Rootfs    string // the root file system (an overlay mount)
-	Volume    string // host directory bind-mounted at platform.ScratchDir, or ""
+	Volume    string // host directory bind-mounted at guestenv.ScratchDir, or ""
 	NetnsPath string // network namespace to join, or "" for a new one
 	HostNet   bool   // no network namespace at all
 	// PhaseFIFO, when set, is a FIFO that OCI hooks on the host write

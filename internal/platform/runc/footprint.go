@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
 )
@@ -26,7 +27,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, fmt.Errorf("%s: %w", in.p.runtime, err)
 	}
-	if fp, err = platform.CgroupUsage(mem, cpu); err != nil {
+	if fp.MemoryBytes, fp.CPUSeconds, err = hostos.CgroupUsage(mem, cpu); err != nil {
 		return fp, fmt.Errorf("%s %s: %w", in.p.runtime, in.ID(), err)
 	}
 	if fp.DiskBytes, err = InstanceDisk(in.Instance); err != nil {
@@ -51,7 +52,7 @@ const cgroupRoot = "/sys/fs/cgroup"
 // unified one.
 func CgroupDirs(id string, pid int) (mem, cpu string, err error) {
 	if pid > 0 {
-		if m, c, err := platform.ProcessCgroups(pid); err == nil {
+		if m, c, err := hostos.ProcessCgroups(pid); err == nil {
 			// the whole container's cgroup, when the init process sits
 			// in a sub-cgroup of it (a booted system's init.scope)
 			if m, c = ContainerCgroup(m, id), ContainerCgroup(c, id); m != "" && c != "" {
@@ -98,7 +99,7 @@ func ContainerCgroup(dir, id string) string {
 // upper directory (the root file system's writes, the scratch directory
 // with storage=rootfs) and its volume (storage=volume).
 func InstanceDisk(in *local.Instance) (int64, error) {
-	return platform.DisksUsage(filepath.Join(in.Dir, "upper"), in.Volume)
+	return hostos.DisksUsage(filepath.Join(in.Dir, "upper"), in.Volume)
 }
 
 func isDir(p string) bool {

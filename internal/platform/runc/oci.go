@@ -9,6 +9,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/confine"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/local"
 )
@@ -111,7 +112,7 @@ func ociConfig(s platform.Spec, b bundleConfig) (*specs.Spec, error) {
 		mounts[5] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}}
 	}
 	if b.volume != "" {
-		mounts = append(mounts, specs.Mount{Destination: platform.ScratchDir, Type: "bind", Source: b.volume, Options: []string{"rbind", "rw"}})
+		mounts = append(mounts, specs.Mount{Destination: guestenv.ScratchDir, Type: "bind", Source: b.volume, Options: []string{"rbind", "rw"}})
 	}
 	res := &specs.LinuxResources{Devices: dockerDevices()}
 	if s.CPUs > 0 {

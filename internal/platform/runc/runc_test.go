@@ -11,6 +11,7 @@ import (
 
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/confine"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 	"github.com/isobench/isobench/internal/platform/local/localtest"
@@ -76,7 +77,7 @@ func TestOCIConfig(t *testing.T) {
 		t.Errorf("namespaces %+v", c.Linux.Namespaces)
 	}
 	last := c.Mounts[len(c.Mounts)-1]
-	if last.Destination != platform.ScratchDir || last.Source != "/x/volume" || last.Type != "bind" {
+	if last.Destination != guestenv.ScratchDir || last.Source != "/x/volume" || last.Type != "bind" {
 		t.Errorf("volume mount %+v", last)
 	}
 	b, err := json.Marshal(c)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/privdir"
 )
@@ -40,7 +41,7 @@ func seedCache(file string) error {
 
 // inScratch is a shell path to kind's directory in an instance's scratch.
 func inScratch(kind string) string {
-	return `"${` + platform.ScratchEnv + `:-` + platform.ScratchDir + `}/service-` + kind + `"`
+	return `"${` + guestenv.ScratchEnv + `:-` + guestenv.ScratchDir + `}/service-` + kind + `"`
 }
 
 // execOut runs argv in inst and returns its standard output.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
+	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/par"
@@ -161,7 +162,7 @@ func driverAgent(ctx context.Context, p workload.Params, ready workload.Barrier)
 const daemonScript = `h="${SPARK_HOME:-}"
 [ -x "$h/bin/spark-class" ] || h=` + clusterHome + `
 [ -x "$h/bin/spark-class" ] || h=$(python3 -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))') || exit 127
-s="${` + platform.ScratchEnv + `:-` + platform.ScratchDir + `}"
+s="${` + guestenv.ScratchEnv + `:-` + guestenv.ScratchDir + `}"
 export SPARK_HOME="$h" SPARK_NO_DAEMONIZE=1 PYSPARK_PYTHON=python3 SPARK_WORKER_DIR="$s/spark-work" SPARK_LOCAL_DIRS="$s/spark-local"
 if [ -d ` + image.SparkPySparkDir + ` ]; then export PYTHONPATH=` + image.SparkPySparkDir + `; fi
 exec "$h/bin/spark-class" "$@"`

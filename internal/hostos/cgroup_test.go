@@ -1,4 +1,4 @@
-package platform
+package hostos
 
 import (
 	"os"
@@ -34,13 +34,5 @@ func TestMemoryCgroupOfThisProcess(t *testing.T) {
 	}
 	if _, err := CgroupOOMKills(dir); err != nil {
 		t.Fatalf("this process's memory cgroup %s: %v", dir, err)
-	}
-}
-
-func TestFormatSize(t *testing.T) {
-	for n, want := range map[int64]string{64 << 20: "64m", 2 << 30: "2g", 512 << 10: "512k", 1000: "1000", 1<<40 + 0: "1t", 3<<20 + 1<<19: "3584k"} {
-		if got := FormatSize(n); got != want {
-			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package remote
+package platformd
 
 import (
 	"context"
@@ -19,14 +19,14 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 )
 
-// Platform is the host's end of a remote platform. Addresses its instances
-// report are the remote machine's; DialContext reaches them from here.
-type Platform struct {
+// Client is the host's end of a platform platformd serves. Addresses its
+// instances report are the far end's; DialContext reaches them from here.
+type Client struct {
 	host    string // as the user named it, e.g. ssh://root@10.0.0.2
 	sess    *yamux.Session
 	hello   reply
 	cleanup func() error // closes what carries the session (SSH)
-	stderr  *tail        // platformd's last words, for errors
+	stderr  *Tail        // platformd's last words, for errors
 
 	seq       atomic.Int64
 	why       atomic.Pointer[string] // why the connection was given up, if it was
@@ -35,8 +35,8 @@ type Platform struct {
 	closeErr  error
 }
 
-// preparingPlatform is a Platform whose remote side has a Prepare step.
-type preparingPlatform struct{ *Platform }
+// preparingPlatform is a Client whose remote side has a Prepare step.
+type preparingPlatform struct{ *Client }
 
 // Prepare implements platform.Preparer on the remote side.
 func (p preparingPlatform) Prepare(ctx context.Context, profile string) error {
@@ -49,22 +49,20 @@ func (p preparingPlatform) Prepare(ctx context.Context, profile string) error {
 
 // NewClient starts the host's end over conn (the remote end runs Serve).
 // host names the remote machine in errors, facts and tags; cleanup, when
-// set, is called at Close after the session ends. It returns a
-// platform.Platform that also implements platform.Preparer when the remote
-// platform does.
-func NewClient(ctx context.Context, conn io.ReadWriteCloser, host string, cleanup func() error) (platform.Platform, error) {
-	return newClient(ctx, conn, host, cleanup, nil)
-}
-
-func newClient(ctx context.Context, conn io.ReadWriteCloser, host string, cleanup func() error, stderr *tail) (platform.Platform, error) {
+// set, is called at Close after the session ends; stderr, when not nil, is
+// where the caller sends platformd's standard error (its last line goes
+// into the errors of a lost connection). It returns a *Client, or a
+// platform.Platform wrapping one that also implements platform.Preparer
+// when the remote platform does.
+func NewClient(ctx context.Context, conn io.ReadWriteCloser, host string, cleanup func() error, stderr *Tail) (platform.Platform, error) {
 	sess, err := yamux.Client(conn, muxConfig())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", host, err)
 	}
 	if stderr == nil {
-		stderr = &tail{}
+		stderr = &Tail{}
 	}
-	p := &Platform{host: host, sess: sess, cleanup: cleanup, stderr: stderr}
+	p := &Client{host: host, sess: sess, cleanup: cleanup, stderr: stderr}
 	r, err := p.call(ctx, request{Op: opHello})
 	if err != nil {
 		p.Close(context.WithoutCancel(ctx))
@@ -82,15 +80,15 @@ func newClient(ctx context.Context, conn io.ReadWriteCloser, host string, cleanu
 }
 
 // Host is the remote machine as the user named it.
-func (p *Platform) Host() string { return p.host }
+func (p *Client) Host() string { return p.host }
 
-// base is the *Platform behind p, or nil for a platform on this machine.
-func base(p platform.Platform) *Platform {
+// base is the *Client behind p, or nil for a platform on this machine.
+func base(p platform.Platform) *Client {
 	switch x := p.(type) {
-	case *Platform:
+	case *Client:
 		return x
 	case preparingPlatform:
-		return x.Platform
+		return x.Client
 	}
 	return nil
 }
@@ -117,8 +115,18 @@ func Lost(p platform.Platform) error {
 	return b.lost(errors.New("the session ended"))
 }
 
+// Closed is closed when p's session ends; p must be a platform NewClient
+// returned.
+func Closed(p platform.Platform) <-chan struct{} { return base(p).sess.CloseChan() }
+
+// GiveUp records why p's connection is being given up (a keep-alive went
+// unanswered), for the errors of the calls it fails and Lost, before the
+// caller closes what carries the session; p must be a platform NewClient
+// returned.
+func GiveUp(p platform.Platform, why string) { base(p).why.Store(&why) }
+
 // lost describes a failure of the connection itself.
-func (p *Platform) lost(err error) error {
+func (p *Client) lost(err error) error {
 	msg := fmt.Sprintf("remote host %s: connection lost: %v", p.host, err)
 	if why := p.why.Load(); why != nil {
 		msg = fmt.Sprintf("remote host %s: connection lost: %s", p.host, *why)
@@ -130,7 +138,7 @@ func (p *Platform) lost(err error) error {
 }
 
 // remoteErr wraps an error the remote side reported, naming the host.
-func (p *Platform) remoteErr(w *wireError) error {
+func (p *Client) remoteErr(w *wireError) error {
 	if w == nil {
 		return nil
 	}
@@ -138,7 +146,7 @@ func (p *Platform) remoteErr(w *wireError) error {
 }
 
 // open starts a stream with req as its first frame.
-func (p *Platform) open(req request) (*yamux.Stream, *framer, error) {
+func (p *Client) open(req request) (*yamux.Stream, *framer, error) {
 	st, err := p.sess.OpenStream()
 	if err != nil {
 		return nil, nil, p.lost(err)
@@ -152,7 +160,7 @@ func (p *Platform) open(req request) (*yamux.Stream, *framer, error) {
 }
 
 // call sends req and waits for its one reply, or for ctx.
-func (p *Platform) call(ctx context.Context, req request) (reply, error) {
+func (p *Client) call(ctx context.Context, req request) (reply, error) {
 	st, _, err := p.open(req)
 	if err != nil {
 		return reply{}, err
@@ -161,7 +169,7 @@ func (p *Platform) call(ctx context.Context, req request) (reply, error) {
 	return p.await(ctx, st)
 }
 
-func (p *Platform) await(ctx context.Context, st *yamux.Stream) (reply, error) {
+func (p *Client) await(ctx context.Context, st *yamux.Stream) (reply, error) {
 	type res struct {
 		r   reply
 		err error
@@ -185,10 +193,10 @@ func (p *Platform) await(ctx context.Context, st *yamux.Stream) (reply, error) {
 }
 
 // Name implements platform.Platform: the remote platform's name.
-func (p *Platform) Name() string { return p.hello.Name }
+func (p *Client) Name() string { return p.hello.Name }
 
 // Available implements platform.Platform on the remote side.
-func (p *Platform) Available(ctx context.Context) error {
+func (p *Client) Available(ctx context.Context) error {
 	r, err := p.call(ctx, request{Op: opAvailable})
 	if err != nil {
 		return err
@@ -198,7 +206,7 @@ func (p *Platform) Available(ctx context.Context) error {
 
 // Facts implements platform.Platform: the remote platform's facts, the host
 // and the remote machine's fingerprint (host.kernel, host.cpu_model...).
-func (p *Platform) Facts(ctx context.Context) map[string]string {
+func (p *Client) Facts(ctx context.Context) map[string]string {
 	f := map[string]string{}
 	if r, err := p.call(ctx, request{Op: opFacts}); err == nil {
 		maps.Copy(f, r.Facts)
@@ -213,7 +221,7 @@ func (p *Platform) Facts(ctx context.Context) map[string]string {
 }
 
 // hostTags go on every instance's facts, hence on every sample.
-func (p *Platform) hostTags(f map[string]string) {
+func (p *Client) hostTags(f map[string]string) {
 	f["host"] = p.host
 	fp := p.hello.Fingerprint
 	for k, v := range map[string]string{"host_kernel": fp["kernel"], "host_cpu": fp["cpu_model"], "host_cores": fp["cores"], "host_name": fp["hostname"]} {
@@ -225,7 +233,7 @@ func (p *Platform) hostTags(f map[string]string) {
 
 // Close implements platform.Platform: the remote side closes what is left
 // and exits; then the connection is closed.
-func (p *Platform) Close(ctx context.Context) error {
+func (p *Client) Close(ctx context.Context) error {
 	p.closeOnce.Do(func() {
 		var errs []error
 		if !p.sess.IsClosed() {
@@ -247,7 +255,7 @@ func (p *Platform) Close(ctx context.Context) error {
 
 // DialContext opens a TCP connection from the remote machine to addr (an
 // address an instance reported) and returns its host end.
-func (p *Platform) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+func (p *Client) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	if network != "tcp" && network != "tcp4" && network != "tcp6" {
 		return nil, fmt.Errorf("%s: dial %s: only tcp", p.host, network)
 	}
@@ -272,15 +280,16 @@ func (p *Platform) DialContext(ctx context.Context, network, addr string) (net.C
 	return st, nil
 }
 
-// remoteKeys are the options that say where a platform runs; they are not
-// passed on to it.
-var remoteKeys = []string{"host", "key", "known-hosts", "binary"}
+// HostKeys are the options that say where a platform runs (package
+// remote's host=, key=, known-hosts= and binary=); they are not passed on
+// to it.
+var HostKeys = []string{"host", "key", "known-hosts", "binary"}
 
 // Create implements platform.Platform.
-func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instance, error) {
+func (p *Client) Create(ctx context.Context, s platform.Spec) (platform.Instance, error) {
 	if len(s.Extra) > 0 {
 		s.Extra = maps.Clone(s.Extra)
-		for _, k := range remoteKeys {
+		for _, k := range HostKeys {
 			delete(s.Extra, k)
 		}
 	}
@@ -314,7 +323,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instan
 }
 
 type instance struct {
-	p    *Platform
+	p    *Client
 	st   *yamux.Stream
 	spec platform.Spec
 	h    string
@@ -492,7 +501,7 @@ func (in *instance) CopyIn(ctx context.Context, hostPath, guestPath string, mode
 }
 
 // Address implements platform.Instance. The address is the remote
-// machine's view: reach it with Platform.DialContext.
+// machine's view: reach it with Client.DialContext.
 func (in *instance) Address(ctx context.Context) (string, error) {
 	r, err := in.p.call(ctx, request{Op: opAddress, Inst: in.h})
 	if err != nil {
@@ -608,8 +617,12 @@ func (in *instance) Close(ctx context.Context) error {
 	return in.closeErr
 }
 
-// tail keeps the last line platformd wrote to its stderr.
-type tail struct {
+// NewTail returns a Tail that passes every line on to to (when not nil),
+// prefixed with prefix.
+func NewTail(to io.Writer, prefix string) *Tail { return &Tail{to: to, pfx: prefix} }
+
+// Tail keeps the last line platformd wrote to its stderr.
+type Tail struct {
 	mu   sync.Mutex
 	line string
 	part []byte
@@ -617,7 +630,8 @@ type tail struct {
 	pfx  string
 }
 
-func (t *tail) Write(b []byte) (int, error) {
+// Write implements io.Writer.
+func (t *Tail) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.part = append(t.part, b...)
@@ -641,7 +655,7 @@ func (t *tail) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func (t *tail) last() string {
+func (t *Tail) last() string {
 	if t == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package remote
+package platformd
 
 import (
 	"context"
@@ -18,12 +18,12 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 )
 
-// Platformd is "isobench platformd SPEC" on the remote machine: it creates
+// Run is "isobench platformd SPEC" on the remote machine: it creates
 // the platform SPEC names from reg (with env) and serves it to the host
 // over in and out until the host shuts it down, the connection ends or ctx
 // is cancelled. Every instance still open then is closed, so a host that
 // goes away leaves nothing behind here.
-func Platformd(ctx context.Context, reg platform.Registry, env platform.Env, spec string, in io.Reader, out io.WriteCloser) error {
+func Run(ctx context.Context, reg platform.Registry, env platform.Env, spec string, in io.Reader, out io.WriteCloser) error {
 	var p platform.Platform
 	f, o, err := reg.Parse(spec)
 	if err == nil {

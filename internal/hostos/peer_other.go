@@ -1,6 +1,6 @@
 //go:build !linux
 
-package platform
+package hostos
 
 import "errors"
 
