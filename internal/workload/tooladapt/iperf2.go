@@ -62,6 +62,9 @@ var Iperf2Def = workload.Def{
 	Estimate: workload.DurationPlus(5 * time.Second),
 }
 
+// halfWindow is the window parameter of both hidden halves.
+var halfWindow = workload.Param{Name: "window", Kind: workload.Size, Default: "64k", Min: 0, Max: 64 << 20, Help: "TCP window (-w); 0: the kernel's"}
+
 // Iperf2ServerDef is the hidden server half: iperf -s on the instance's
 // address, serving until the host closes the agent's input.
 var Iperf2ServerDef = workload.Def{
@@ -71,7 +74,7 @@ var Iperf2ServerDef = workload.Def{
 	Params: []workload.Param{
 		{Name: "bind", Kind: workload.ListenIP, Default: "127.0.0.1", Help: "address to listen on: the instance's own"},
 		{Name: "port", Kind: workload.Int, Default: "5001", Min: 1, Max: 65535, Help: "port"},
-		{Name: "window", Kind: workload.Size, Default: "64k", Min: 0, Max: 64 << 20, Help: "TCP window (-w); 0: the kernel's"},
+		halfWindow,
 		{Name: "timeout", Kind: workload.Duration, Default: "1h", Min: 1, Max: 86400, Help: "stop serving after this long even if the host never says so"},
 	},
 	Agent: runIperf2Server,
@@ -87,7 +90,7 @@ var Iperf2ClientDef = workload.Def{
 	Params: []workload.Param{
 		{Name: "server", Kind: workload.String, Default: "127.0.0.1", Help: "server address"},
 		{Name: "port", Kind: workload.Int, Default: "5001", Min: 1, Max: 65535, Help: "server port"},
-		{Name: "window", Kind: workload.Size, Default: "64k", Min: 0, Max: 64 << 20, Help: "TCP window (-w); 0: the kernel's"},
+		halfWindow,
 		{Name: "parallel", Kind: workload.Int, Default: "1", Min: 1, Max: 128, Help: "streams (-P)"},
 		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 1, Max: 86400, Help: "how long to send"},
 	},
@@ -126,11 +129,7 @@ func runIperf2Server(ctx context.Context, p workload.Params, ready workload.Barr
 }
 
 func runIperf2Client(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-	bin, err := toolPath(iperf2.Binary)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := workload.Scratch()
+	bin, dir, err := toolInScratch(iperf2.Binary)
 	if err != nil {
 		return nil, err
 	}
