@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -48,14 +47,6 @@ type Options struct {
 	Headers         []string // extra request headers (-H), "Name: value"
 }
 
-func seconds(d time.Duration) int64 {
-	s := int64(math.Ceil(d.Seconds()))
-	if s < 1 {
-		s = 1
-	}
-	return s
-}
-
 // Args validates o and builds the ab command line (without the binary
 // name). It always passes -q (no progress lines on stderr, which then only
 // carries ab's errors). -t comes before -n: ab's -t resets the request count
@@ -79,11 +70,11 @@ func (o Options) Args() ([]string, error) {
 	}
 	a := []string{"-q"}
 	if o.TimeLimit > 0 {
-		a = append(a, "-t", strconv.FormatInt(seconds(o.TimeLimit), 10))
+		a = append(a, "-t", toolparse.Seconds(o.TimeLimit))
 	}
 	a = append(a, "-n", strconv.Itoa(o.Requests), "-c", strconv.Itoa(o.Concurrency))
 	if o.Timeout > 0 {
-		a = append(a, "-s", strconv.FormatInt(seconds(o.Timeout), 10))
+		a = append(a, "-s", toolparse.Seconds(o.Timeout))
 	}
 	if o.KeepAlive {
 		a = append(a, "-k")

@@ -62,23 +62,13 @@ type FileIO struct {
 	Duration  time.Duration
 }
 
-// seconds renders d as whole seconds (sysbench 1.0 takes --time in
-// seconds), rounding up and never below one.
-func seconds(d time.Duration) int {
-	s := int(math.Ceil(d.Seconds()))
-	if s < 1 {
-		s = 1
-	}
-	return s
-}
-
 func common(threads int, d time.Duration) []string {
 	if threads < 1 {
 		threads = 1
 	}
 	return []string{
 		"--threads=" + strconv.Itoa(threads),
-		"--time=" + strconv.Itoa(seconds(d)),
+		"--time=" + toolparse.Seconds(d),
 		"--events=0",
 		"--percentile=95",
 	}

@@ -1,7 +1,8 @@
 // Package toolparse holds what the tool adapters' report parsers share: a
 // line scanner sized for long report lines, number conversion that keeps
 // the first error, the list of required lines a report lacked, and a
-// metric list built one metric at a time.
+// metric list built one metric at a time; and, for their command lines,
+// durations in whole seconds.
 package toolparse
 
 import (

@@ -42,15 +42,6 @@ type Options struct {
 	Headers     []string      // extra request headers (-H), "Name: value"
 }
 
-// seconds renders d as whole seconds, rounded up, at least 1.
-func seconds(d time.Duration) int64 {
-	s := int64(math.Ceil(d.Seconds()))
-	if s < 1 {
-		s = 1
-	}
-	return s
-}
-
 // Args validates o and builds the wrk command line (without the binary
 // name). wrk's time arguments only take the units s, m and h, so durations
 // are given in whole seconds.
@@ -81,10 +72,10 @@ func (o Options) Args() ([]string, error) {
 	a := []string{
 		"-t", strconv.Itoa(threads),
 		"-c", strconv.Itoa(o.Connections),
-		"-d", strconv.FormatInt(seconds(o.Duration), 10) + "s",
+		"-d", toolparse.Seconds(o.Duration) + "s",
 	}
 	if o.Timeout > 0 {
-		a = append(a, "--timeout", strconv.FormatInt(seconds(o.Timeout), 10)+"s")
+		a = append(a, "--timeout", toolparse.Seconds(o.Timeout)+"s")
 	}
 	if o.Latency {
 		a = append(a, "--latency")
