@@ -48,12 +48,7 @@ type ScoreTable struct {
 // has no better direction, or no finite positive native median, since
 // nothing in that row could be normalised.
 func OverallScore(medians map[string]map[string]float64, better map[string]string, native string) (ScoreTable, error) {
-	t := ScoreTable{
-		Native:  native,
-		Score:   map[string]map[string]float64{},
-		Total:   map[string]float64{},
-		Overall: map[string]float64{},
-	}
+	t := newScoreTable(native)
 	if len(medians) == 0 {
 		return t, fmt.Errorf("overall score: no rows")
 	}
@@ -83,19 +78,35 @@ func OverallScore(medians map[string]map[string]float64, better map[string]strin
 		}
 	}
 
-	t.Platforms = append(t.Platforms, native)
-	others := make([]string, 0, len(platforms))
+	t.total(platforms, saturate)
+	return t, nil
+}
+
+func newScoreTable(native string) ScoreTable {
+	return ScoreTable{
+		Native:  native,
+		Score:   map[string]map[string]float64{},
+		Total:   map[string]float64{},
+		Overall: map[string]float64{},
+	}
+}
+
+// total lists the platforms (native first, then the others of platforms
+// sorted) and gives each platform with a score in every row its Total
+// (the sum) and Overall (the mean over the rows), both passed through
+// bound; the rest are Incomplete.
+func (t *ScoreTable) total(platforms map[string]bool, bound func(float64) float64) {
+	t.Platforms = append(t.Platforms, t.Native)
+	var others []string
 	for p := range platforms {
-		if p != native {
+		if p != t.Native {
 			others = append(others, p)
 		}
 	}
 	sort.Strings(others)
 	t.Platforms = append(t.Platforms, others...)
-
 	for _, p := range t.Platforms {
-		var sum float64
-		complete := true
+		sum, complete := 0.0, true
 		for _, row := range t.Rows {
 			s, ok := t.Score[row][p]
 			if !ok {
@@ -108,11 +119,10 @@ func OverallScore(medians map[string]map[string]float64, better map[string]strin
 			t.Incomplete = append(t.Incomplete, p)
 			continue
 		}
-		t.Total[p] = saturate(sum)
-		t.Overall[p] = saturate(sum / float64(len(t.Rows)))
+		t.Total[p] = bound(sum)
+		t.Overall[p] = bound(sum / float64(len(t.Rows)))
 	}
 	sort.Strings(t.Incomplete)
-	return t, nil
 }
 
 // rowOrder puts the study rows first (in StudyRows order), then the rest
@@ -171,12 +181,7 @@ func MeanOf(kernels ...float64) (float64, error) {
 // native loses score too, as in the paper. medians[row][platform] are the
 // rows' central values; the better direction does not enter the formula.
 func PaperScore(medians map[string]map[string]float64, native string) (ScoreTable, error) {
-	t := ScoreTable{
-		Native:  native,
-		Score:   map[string]map[string]float64{},
-		Total:   map[string]float64{},
-		Overall: map[string]float64{},
-	}
+	t := newScoreTable(native)
 	if len(medians) == 0 {
 		return t, fmt.Errorf("paper score: no rows")
 	}
@@ -197,32 +202,6 @@ func PaperScore(medians map[string]map[string]float64, native string) (ScoreTabl
 			t.Score[row][p] = math.Max(0, 1-op)
 		}
 	}
-	t.Platforms = append(t.Platforms, native)
-	var others []string
-	for p := range platforms {
-		if p != native {
-			others = append(others, p)
-		}
-	}
-	sort.Strings(others)
-	t.Platforms = append(t.Platforms, others...)
-	for _, p := range t.Platforms {
-		sum, complete := 0.0, true
-		for _, row := range t.Rows {
-			s, ok := t.Score[row][p]
-			if !ok {
-				complete = false
-				break
-			}
-			sum += s
-		}
-		if !complete {
-			t.Incomplete = append(t.Incomplete, p)
-			continue
-		}
-		t.Total[p] = sum
-		t.Overall[p] = sum / float64(len(t.Rows))
-	}
-	sort.Strings(t.Incomplete)
+	t.total(platforms, func(v float64) float64 { return v })
 	return t, nil
 }

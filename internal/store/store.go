@@ -75,7 +75,22 @@ var ErrNotStore = errors.New("not an isobench store")
 // that is not an isobench store (another SQLite database, any other file)
 // is refused before anything is written to it.
 func Open(ctx context.Context, path string) (*Store, error) {
-	u, err := uri(path, "_pragma=busy_timeout(5000)", "_pragma=synchronous(NORMAL)")
+	db, err := openDB(path, "_pragma=busy_timeout(5000)", "_pragma=synchronous(NORMAL)")
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db}
+	if err := s.init(ctx, path); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openDB opens the SQLite file at path with the URI parameters params,
+// on one connection.
+func openDB(path string, params ...string) (*sql.DB, error) {
+	u, err := uri(path, params...)
 	if err != nil {
 		return nil, err
 	}
@@ -84,12 +99,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db}
-	if err := s.init(ctx, path); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return s, nil
+	return db, nil
 }
 
 func (s *Store) init(ctx context.Context, path string) error {
@@ -116,15 +126,10 @@ func (s *Store) init(ctx context.Context, path string) error {
 // changes the journal mode. A file that is not an isobench store is refused
 // with ErrNotStore.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
-	u, err := uri(path, "mode=ro", "_pragma=busy_timeout(5000)")
+	db, err := openDB(path, "mode=ro", "_pragma=busy_timeout(5000)")
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", u)
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	db.SetMaxOpenConns(1)
 	tables, err := tableNames(ctx, db)
 	if err != nil {
 		db.Close()

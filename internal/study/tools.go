@@ -449,35 +449,51 @@ func (f *File) swapScales(t PaperTool, sel spec.Spec) {
 	if len(f.Study.Scales) == 0 {
 		return
 	}
-	scales := make(map[string]Scale, len(f.Study.Scales))
-	for name, sc := range f.Study.Scales {
+	f.Study.Scales = rewriteScales(f.Study.Scales, func(params map[string]string, k, kv string) {
+		ks, err := spec.Parse(k)
+		if err != nil || ks.Name != sel.Name {
+			params[k] = kv
+			return
+		}
+		kp, vp, ok := translateScale(ks, kv, t.translate)
+		if ok && len(vp) > 0 {
+			params[spec.Spec{Name: t.Tool, Params: kp}.String()] = spec.Canonical(vp)
+		}
+		if f.selectsAny(ks) || !ok {
+			params[k] = kv
+		}
+	})
+}
+
+// rewriteScales rebuilds every scale's parameter overrides: rewrite is
+// called with each key and value and puts what stands for them into
+// params (nothing: they are dropped).
+func rewriteScales(scales map[string]Scale, rewrite func(params map[string]string, k, v string)) map[string]Scale {
+	out := make(map[string]Scale, len(scales))
+	for name, sc := range scales {
 		if len(sc.Params) > 0 {
 			params := map[string]string{}
-			for k, kv := range sc.Params {
-				ks, err := spec.Parse(k)
-				if err != nil || ks.Name != sel.Name {
-					params[k] = kv
-					continue
-				}
-				kp, ok1 := t.translate(ks.Params, false)
-				over, err := spec.Parse(ks.Name + ":" + kv)
-				var vp map[string]string
-				ok2 := err == nil
-				if ok2 {
-					vp, ok2 = t.translate(over.Params, false)
-				}
-				if ok1 && ok2 && len(vp) > 0 {
-					params[spec.Spec{Name: t.Tool, Params: kp}.String()] = spec.Canonical(vp)
-				}
-				if f.selectsAny(ks) || !ok1 || !ok2 {
-					params[k] = kv
-				}
+			for k, v := range sc.Params {
+				rewrite(params, k, v)
 			}
 			sc.Params = params
 		}
-		scales[name] = sc
+		out[name] = sc
 	}
-	f.Study.Scales = scales
+	return out
+}
+
+// translateScale translates a scale's key ks (a workload selector) and
+// its value kv (that workload's parameters) with tr; ok is false when
+// either has no translation.
+func translateScale(ks spec.Spec, kv string, tr func(map[string]string, bool) (map[string]string, bool)) (kp, vp map[string]string, ok bool) {
+	kp, ok1 := tr(ks.Params, false)
+	over, err := spec.Parse(ks.Name + ":" + kv)
+	if err != nil {
+		return kp, nil, false
+	}
+	vp, ok2 := tr(over.Params, false)
+	return kp, vp, ok1 && ok2
 }
 
 // drop removes the entries of a paper's tool that has no isobench
@@ -495,20 +511,11 @@ func (f *File) drop(t PaperTool, why string) {
 			f.Study.Experiments[i] = e
 		}
 	}
-	scales := make(map[string]Scale, len(f.Study.Scales))
-	for name, sc := range f.Study.Scales {
-		if len(sc.Params) > 0 {
-			params := map[string]string{}
-			for k, v := range sc.Params {
-				if ks, err := spec.Parse(k); err != nil || ks.Name != t.Tool {
-					params[k] = v
-				}
-			}
-			sc.Params = params
+	f.Study.Scales = rewriteScales(f.Study.Scales, func(params map[string]string, k, v string) {
+		if ks, err := spec.Parse(k); err != nil || ks.Name != t.Tool {
+			params[k] = v
 		}
-		scales[name] = sc
-	}
-	f.Study.Scales = scales
+	})
 }
 
 // back turns a tool's entry (or selector) parameters into the builtin's:
@@ -672,37 +679,22 @@ func (f File) WithoutTools() File {
 			}
 			out.Study.Experiments[i].Score = &sc
 		}
-		scales := make(map[string]Scale, len(out.Study.Scales))
-		for name, sc := range out.Study.Scales {
-			if len(sc.Params) > 0 {
-				params := map[string]string{}
-				for k, kv := range sc.Params {
-					ks, err := spec.Parse(k)
-					if err != nil || ks.Name != t.Tool {
-						params[k] = kv
-						continue
-					}
-					kp, ok1 := t.back(ks.Params, false)
-					over, err := spec.Parse(ks.Name + ":" + kv)
-					var vp map[string]string
-					ok2 := err == nil
-					if ok2 {
-						vp, ok2 = t.back(over.Params, false)
-						for k := range sel.Params {
-							delete(vp, k)
-						}
-					}
-					if ok1 && ok2 && len(vp) > 0 {
-						params[spec.Spec{Name: sel.Name, Params: kp}.String()] = spec.Canonical(vp)
-					} else {
-						params[k] = kv
-					}
-				}
-				sc.Params = params
+		out.Study.Scales = rewriteScales(out.Study.Scales, func(params map[string]string, k, kv string) {
+			ks, err := spec.Parse(k)
+			if err != nil || ks.Name != t.Tool {
+				params[k] = kv
+				return
 			}
-			scales[name] = sc
-		}
-		out.Study.Scales = scales
+			kp, vp, ok := translateScale(ks, kv, t.back)
+			for k := range sel.Params {
+				delete(vp, k)
+			}
+			if ok && len(vp) > 0 {
+				params[spec.Spec{Name: sel.Name, Params: kp}.String()] = spec.Canonical(vp)
+			} else {
+				params[k] = kv
+			}
+		})
 	}
 	if out.Image == "tools" && orig.Study != nil {
 		out.Image = orig.Image

@@ -9,11 +9,9 @@
 package ab
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -21,6 +19,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/toolparse"
 )
 
 // Binary is the executable name looked up in PATH.
@@ -48,14 +47,6 @@ type Options struct {
 	Headers         []string // extra request headers (-H), "Name: value"
 }
 
-func seconds(d time.Duration) int64 {
-	s := int64(math.Ceil(d.Seconds()))
-	if s < 1 {
-		s = 1
-	}
-	return s
-}
-
 // Args validates o and builds the ab command line (without the binary
 // name). It always passes -q (no progress lines on stderr, which then only
 // carries ab's errors). -t comes before -n: ab's -t resets the request count
@@ -79,11 +70,11 @@ func (o Options) Args() ([]string, error) {
 	}
 	a := []string{"-q"}
 	if o.TimeLimit > 0 {
-		a = append(a, "-t", strconv.FormatInt(seconds(o.TimeLimit), 10))
+		a = append(a, "-t", toolparse.Seconds(o.TimeLimit))
 	}
 	a = append(a, "-n", strconv.Itoa(o.Requests), "-c", strconv.Itoa(o.Concurrency))
 	if o.Timeout > 0 {
-		a = append(a, "-s", strconv.FormatInt(seconds(o.Timeout), 10))
+		a = append(a, "-s", toolparse.Seconds(o.Timeout))
 	}
 	if o.KeepAlive {
 		a = append(a, "-k")
@@ -149,10 +140,8 @@ func (r Result) Errors() int64 { return r.Failed + r.WriteErrors + r.Non2xx }
 //     failed_length, failed_exceptions, write_errors and non_2xx_responses
 //     (count, lower, summed)
 func (r Result) Metrics() []sample.Metric {
-	var ms []sample.Metric
-	add := func(name string, v float64, unit string, better sample.Better, agg sample.Agg) {
-		ms = append(ms, sample.Metric{Name: name, Value: v, Unit: unit, Better: better, Agg: agg})
-	}
+	var ms toolparse.Metrics
+	add := ms.Add
 	add("total_time", r.TotalTime, "s", sample.Lower, sample.Max)
 	add("requests_per_sec", r.RequestsPerSec, "req/s", sample.Higher, sample.Sum)
 	add("transfer_bytes_per_sec", r.TransferPerSec, "B/s", sample.Higher, sample.Sum)
@@ -208,27 +197,6 @@ var (
 	rePercentile = regexp.MustCompile(`^([0-9]{1,3})%\s+([0-9]+)(?: \(longest request\))?$`)
 )
 
-type parser struct{ err error }
-
-func (p *parser) float(s string) float64 {
-	v, err := strconv.ParseFloat(s, 64)
-	if err == nil && (math.IsInf(v, 0) || math.IsNaN(v)) {
-		err = errors.New("not finite")
-	}
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("ab: number %q: %w", s, err)
-	}
-	return v
-}
-
-func (p *parser) int(s string) int64 {
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("ab: count %q: %w", s, err)
-	}
-	return v
-}
-
 // Parse reads ab's report (stdout; ab's progress and error lines on
 // stderr may be mixed in). Required: the time taken, complete requests,
 // failed requests, requests per second, time per request and transfer
@@ -239,14 +207,13 @@ func (p *parser) int(s string) int64 {
 func Parse(r io.Reader) (Result, error) {
 	var (
 		res                                          Result
-		p                                            parser
+		p                                            = toolparse.Numbers{Tool: "ab"}
 		haveTime, haveComplete, haveFailed, haveRPS  bool
 		haveTPR, haveRate, haveBreakdown, inPercents bool
 		oldBreakdown                                 bool
 		last                                         string
 	)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc := toolparse.Scanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line != "" {
@@ -261,68 +228,66 @@ func Parse(r io.Reader) (Result, error) {
 			continue
 		}
 		if m := reConc.FindStringSubmatch(line); m != nil {
-			res.Concurrency = int(p.int(m[1]))
+			res.Concurrency = int(p.Int(m[1]))
 		} else if m := reTimeTaken.FindStringSubmatch(line); m != nil {
-			res.TotalTime, haveTime = p.float(m[1]), true
+			res.TotalTime, haveTime = p.Float(m[1]), true
 		} else if m := reComplete.FindStringSubmatch(line); m != nil {
-			res.Complete, haveComplete = p.int(m[1]), true
+			res.Complete, haveComplete = p.Int(m[1]), true
 		} else if m := reFailed.FindStringSubmatch(line); m != nil {
-			res.Failed, haveFailed = p.int(m[1]), true
+			res.Failed, haveFailed = p.Int(m[1]), true
 		} else if m := reFailedKind.FindStringSubmatch(line); m != nil {
-			res.FailedConnect = p.int(m[1])
+			res.FailedConnect = p.Int(m[1])
 			if m[2] != "" {
-				res.FailedReceive = p.int(m[2])
+				res.FailedReceive = p.Int(m[2])
 			} else {
 				oldBreakdown = true
 			}
-			res.FailedLength, res.FailedExceptions = p.int(m[3]), p.int(m[4])
+			res.FailedLength, res.FailedExceptions = p.Int(m[3]), p.Int(m[4])
 			haveBreakdown = true
 		} else if m := reWriteErr.FindStringSubmatch(line); m != nil {
-			res.WriteErrors = p.int(m[1])
+			res.WriteErrors = p.Int(m[1])
 		} else if m := reNon2xx.FindStringSubmatch(line); m != nil {
-			res.Non2xx = p.int(m[1])
+			res.Non2xx = p.Int(m[1])
 		} else if m := reTotalXfer.FindStringSubmatch(line); m != nil {
-			res.TotalTransferred = p.int(m[1])
+			res.TotalTransferred = p.Int(m[1])
 		} else if m := reRPS.FindStringSubmatch(line); m != nil {
-			res.RequestsPerSec, haveRPS = p.float(m[1]), true
+			res.RequestsPerSec, haveRPS = p.Float(m[1]), true
 		} else if m := reTPR.FindStringSubmatch(line); m != nil {
-			res.TimePerRequest, haveTPR = p.float(m[1]), true
+			res.TimePerRequest, haveTPR = p.Float(m[1]), true
 		} else if m := reTPRAll.FindStringSubmatch(line); m != nil {
-			res.TimePerRequestAll = p.float(m[1])
+			res.TimePerRequestAll = p.Float(m[1])
 		} else if m := reRate.FindStringSubmatch(line); m != nil {
-			res.TransferPerSec, haveRate = p.float(m[1])*1024, true
+			res.TransferPerSec, haveRate = p.Float(m[1])*1024, true
 		} else if m := reTotalRow.FindStringSubmatch(line); m != nil {
-			res.TotalMean, res.TotalMax, res.HasTotalRow = p.float(m[2]), p.float(m[5]), true
+			res.TotalMean, res.TotalMax, res.HasTotalRow = p.Float(m[2]), p.Float(m[5]), true
 		} else if m := rePercentile.FindStringSubmatch(line); m != nil && inPercents {
-			pc := int(p.int(m[1]))
+			pc := int(p.Int(m[1]))
 			if pc < 1 || pc > 100 {
-				if p.err == nil {
-					p.err = fmt.Errorf("ab: percentile %d%% out of range", pc)
+				if p.Err == nil {
+					p.Err = fmt.Errorf("ab: percentile %d%% out of range", pc)
 				}
 				continue
 			}
 			if res.Percentiles == nil {
 				res.Percentiles = map[int]float64{}
 			}
-			res.Percentiles[pc] = p.float(m[2])
+			res.Percentiles[pc] = p.Float(m[2])
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return Result{}, fmt.Errorf("ab: reading output: %w", err)
 	}
-	if p.err != nil {
-		return Result{}, p.err
+	if p.Err != nil {
+		return Result{}, p.Err
 	}
-	var missing []string
-	for _, c := range []struct {
-		ok   bool
-		name string
-	}{{haveTime, "Time taken for tests"}, {haveComplete, "Complete requests"}, {haveFailed, "Failed requests"},
-		{haveRPS, "Requests per second"}, {haveTPR, "Time per request"}, {haveRate, "Transfer rate"}} {
-		if !c.ok {
-			missing = append(missing, c.name)
-		}
-	}
+	missing := toolparse.Missing([]toolparse.Required{
+		{Seen: haveTime, Name: "Time taken for tests"},
+		{Seen: haveComplete, Name: "Complete requests"},
+		{Seen: haveFailed, Name: "Failed requests"},
+		{Seen: haveRPS, Name: "Requests per second"},
+		{Seen: haveTPR, Name: "Time per request"},
+		{Seen: haveRate, Name: "Transfer rate"},
+	})
 	if len(missing) > 0 {
 		if !haveTime && !haveComplete && last != "" {
 			// ab stopped before its report; its last line says why.

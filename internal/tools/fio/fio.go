@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/toolparse"
 )
 
 // Binary is the executable name looked up in PATH.
@@ -273,10 +274,8 @@ func (rep *Report) Metrics() ([]sample.Metric, error) {
 			return nil, fmt.Errorf("fio: job %q failed with error %d", j.Name, j.Error)
 		}
 	}
-	var ms []sample.Metric
-	add := func(name string, v float64, unit string, better sample.Better, agg sample.Agg) {
-		ms = append(ms, sample.Metric{Name: name, Value: v, Unit: unit, Better: better, Agg: agg})
-	}
+	var ms toolparse.Metrics
+	add := ms.Add
 	for _, side := range []string{"read", "write", "trim"} {
 		var iops, bw, weighted, weight, maxLat float64
 		pct := map[float64]float64{}

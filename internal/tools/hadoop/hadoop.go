@@ -14,7 +14,6 @@
 package hadoop
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/isobench/isobench/internal/tools/toolparse"
 )
 
 // Version is the Hadoop release isobench runs.
@@ -116,8 +117,7 @@ var (
 func Parse(r io.Reader) (Report, error) {
 	rep := Report{Counters: map[string]int64{}}
 	var thrown, failed string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc := toolparse.Scanner(r)
 	for sc.Scan() {
 		line := sc.Text()
 		if m := reCounter.FindStringSubmatch(line); m != nil && !rep.Ended.IsZero() {

@@ -15,7 +15,6 @@
 package iperf2
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/toolparse"
 )
 
 // Binary is the executable name looked up in PATH.
@@ -123,28 +123,23 @@ type Report struct {
 }
 
 // Bytes is the bytes transferred over every stream.
-func (r Report) Bytes() float64 {
-	if r.Sum != nil {
-		return r.Sum.Bytes
-	}
-	var b float64
-	for _, s := range r.Streams {
-		b += s.Bytes
-	}
-	return b
-}
+func (r Report) Bytes() float64 { return r.total(func(s Stream) float64 { return s.Bytes }) }
 
 // BitsPerSec is the throughput of every stream together: the sum line's
 // when there is one, else the sum of the streams' rates.
-func (r Report) BitsPerSec() float64 {
+func (r Report) BitsPerSec() float64 { return r.total(func(s Stream) float64 { return s.BitsPS }) }
+
+// total is the sum line's value when iperf printed one, else the sum over
+// the streams.
+func (r Report) total(of func(Stream) float64) float64 {
 	if r.Sum != nil {
-		return r.Sum.BitsPS
+		return of(*r.Sum)
 	}
-	var b float64
+	var t float64
 	for _, s := range r.Streams {
-		b += s.BitsPS
+		t += of(s)
 	}
-	return b
+	return t
 }
 
 var (
@@ -183,8 +178,7 @@ func ParseReport(r io.Reader) (Report, error) {
 		}
 		last[s.ID] = s
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc := toolparse.Scanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		switch {

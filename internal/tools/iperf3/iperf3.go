@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/toolparse"
 )
 
 // Binary is the executable name looked up in PATH.
@@ -141,10 +142,8 @@ func Parse(r io.Reader) ([]sample.Metric, error) {
 	if rep.Error != "" {
 		return nil, fmt.Errorf("iperf3: %s", rep.Error)
 	}
-	var ms []sample.Metric
-	add := func(name string, v float64, unit string, better sample.Better, agg sample.Agg) {
-		ms = append(ms, sample.Metric{Name: name, Value: v, Unit: unit, Better: better, Agg: agg})
-	}
+	var ms toolparse.Metrics
+	add := ms.Add
 	sent, recv := rep.End.SumSent, rep.End.SumReceived
 	if sent == nil && rep.End.Sum != nil {
 		sent = rep.End.Sum

@@ -8,7 +8,6 @@
 package oltp
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/toolparse"
 )
 
 // Binary is the executable name looked up in PATH.
@@ -168,10 +168,8 @@ type Result struct {
 //     95 by default; ms, lower, max) and latency_max (ms, lower, max)
 //   - ignored_errors and reconnects (count, lower, summed)
 func (r Result) Metrics() []sample.Metric {
-	var ms []sample.Metric
-	add := func(name string, v float64, unit string, better sample.Better, agg sample.Agg) {
-		ms = append(ms, sample.Metric{Name: name, Value: v, Unit: unit, Better: better, Agg: agg})
-	}
+	var ms toolparse.Metrics
+	add := ms.Add
 	add("transactions_per_sec", r.TransactionsPerSec, "tx/s", sample.Higher, sample.Sum)
 	add("queries_per_sec", r.QueriesPerSec, "queries/s", sample.Higher, sample.Sum)
 	add("latency_avg", r.LatencyAvg, "ms", sample.Lower, sample.Mean)
@@ -202,27 +200,6 @@ var (
 	rePercentile   = regexp.MustCompile(`^([0-9]{1,3})th percentile:\s+` + num + `$`)
 )
 
-type parser struct{ err error }
-
-func (p *parser) float(s string) float64 {
-	v, err := strconv.ParseFloat(s, 64)
-	if err == nil && (math.IsInf(v, 0) || math.IsNaN(v)) {
-		err = errors.New("not finite")
-	}
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("sysbench oltp: number %q: %w", s, err)
-	}
-	return v
-}
-
-func (p *parser) int(s string) int64 {
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("sysbench oltp: count %q: %w", s, err)
-	}
-	return v
-}
-
 // Parse reads the report of `sysbench oltp_* run` (sysbench 1.0). Required:
 // the transactions, queries, ignored errors and reconnects lines, the total
 // time and the average and maximum latency; the percentile line is read
@@ -232,14 +209,13 @@ func (p *parser) int(s string) int64 {
 func Parse(r io.Reader) (Result, error) {
 	var (
 		res                             Result
-		p                               parser
+		p                               = toolparse.Numbers{Tool: "sysbench oltp"}
 		haveTx, haveQ, haveIgn, haveRec bool
 		haveTime, haveAvg, haveMax      bool
 		inLatency                       bool
 		fatal                           []string
 	)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc := toolparse.Scanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		switch {
@@ -256,9 +232,9 @@ func Parse(r io.Reader) (Result, error) {
 			continue
 		}
 		if m := reThreads.FindStringSubmatch(line); m != nil {
-			res.Threads = int(p.int(m[1]))
+			res.Threads = int(p.Int(m[1]))
 		} else if m := reQueryKind.FindStringSubmatch(line); m != nil {
-			v := p.int(m[2])
+			v := p.Int(m[2])
 			switch m[1] {
 			case "read":
 				res.Reads = v
@@ -268,17 +244,17 @@ func Parse(r io.Reader) (Result, error) {
 				res.Other = v
 			}
 		} else if m := reTransactions.FindStringSubmatch(line); m != nil {
-			res.Transactions, res.TransactionsPerSec, haveTx = p.int(m[1]), p.float(m[2]), true
+			res.Transactions, res.TransactionsPerSec, haveTx = p.Int(m[1]), p.Float(m[2]), true
 		} else if m := reQueries.FindStringSubmatch(line); m != nil {
-			res.Queries, res.QueriesPerSec, haveQ = p.int(m[1]), p.float(m[2]), true
+			res.Queries, res.QueriesPerSec, haveQ = p.Int(m[1]), p.Float(m[2]), true
 		} else if m := reIgnored.FindStringSubmatch(line); m != nil {
-			res.IgnoredErrors, res.IgnoredErrorsPerSec, haveIgn = p.int(m[1]), p.float(m[2]), true
+			res.IgnoredErrors, res.IgnoredErrorsPerSec, haveIgn = p.Int(m[1]), p.Float(m[2]), true
 		} else if m := reReconnects.FindStringSubmatch(line); m != nil {
-			res.Reconnects, haveRec = p.int(m[1]), true
+			res.Reconnects, haveRec = p.Int(m[1]), true
 		} else if m := reTotalTime.FindStringSubmatch(line); m != nil {
-			res.TotalTime, haveTime = p.float(m[1]), true
+			res.TotalTime, haveTime = p.Float(m[1]), true
 		} else if m := reLatency.FindStringSubmatch(line); m != nil && inLatency {
-			v := p.float(m[2])
+			v := p.Float(m[2])
 			switch m[1] {
 			case "min":
 				res.LatencyMin = v
@@ -288,11 +264,11 @@ func Parse(r io.Reader) (Result, error) {
 				res.LatencyMax, haveMax = v, true
 			}
 		} else if m := rePercentile.FindStringSubmatch(line); m != nil && inLatency {
-			pc := int(p.int(m[1]))
-			if (pc < 1 || pc > 100) && p.err == nil {
-				p.err = fmt.Errorf("sysbench oltp: percentile %d out of range", pc)
+			pc := int(p.Int(m[1]))
+			if (pc < 1 || pc > 100) && p.Err == nil {
+				p.Err = fmt.Errorf("sysbench oltp: percentile %d out of range", pc)
 			}
-			res.Percentile, res.LatencyPercentile = pc, p.float(m[2])
+			res.Percentile, res.LatencyPercentile = pc, p.Float(m[2])
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -301,19 +277,18 @@ func Parse(r io.Reader) (Result, error) {
 	if len(fatal) > 0 {
 		return Result{}, fmt.Errorf("%w: %s", ErrNoResult, strings.Join(fatal, "; "))
 	}
-	if p.err != nil {
-		return Result{}, p.err
+	if p.Err != nil {
+		return Result{}, p.Err
 	}
-	var missing []string
-	for _, c := range []struct {
-		ok   bool
-		name string
-	}{{haveTx, "transactions"}, {haveQ, "queries"}, {haveIgn, "ignored errors"}, {haveRec, "reconnects"},
-		{haveTime, "total time"}, {haveAvg, "latency avg"}, {haveMax, "latency max"}} {
-		if !c.ok {
-			missing = append(missing, c.name)
-		}
-	}
+	missing := toolparse.Missing([]toolparse.Required{
+		{Seen: haveTx, Name: "transactions"},
+		{Seen: haveQ, Name: "queries"},
+		{Seen: haveIgn, Name: "ignored errors"},
+		{Seen: haveRec, Name: "reconnects"},
+		{Seen: haveTime, Name: "total time"},
+		{Seen: haveAvg, Name: "latency avg"},
+		{Seen: haveMax, Name: "latency max"},
+	})
 	if len(missing) > 0 {
 		return Result{}, fmt.Errorf("%w: missing %s", ErrNoResult, strings.Join(missing, ", "))
 	}

@@ -18,7 +18,6 @@
 package postal
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +27,7 @@ import (
 	"syscall"
 
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/toolparse"
 )
 
 // Binary is the executable name looked up in PATH.
@@ -217,8 +217,7 @@ func Parse(r io.Reader) (Result, error) {
 		}
 		return v
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc := toolparse.Scanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {

@@ -13,7 +13,6 @@
 package redisbench
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"errors"
@@ -25,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/toolparse"
 )
 
 // Binary is the executable name looked up in PATH.
@@ -154,10 +154,8 @@ func (r Result) Op(name string) (Op, bool) {
 //     lower, max), when the report has them (redis-benchmark 7; -q has
 //     only p50).
 func (r Result) Metrics() []sample.Metric {
-	var ms []sample.Metric
-	add := func(name string, v float64, unit string, better sample.Better, agg sample.Agg) {
-		ms = append(ms, sample.Metric{Name: name, Value: v, Unit: unit, Better: better, Agg: agg})
-	}
+	var ms toolparse.Metrics
+	add := ms.Add
 	for _, o := range r.Ops {
 		add(o.Name+"_ops_per_sec", o.RequestsPerSec, "ops/s", sample.Higher, sample.Sum)
 		if o.HasLatency {
@@ -327,8 +325,7 @@ func Parse(r io.Reader) (Result, error) {
 		latValues
 	)
 	state := none
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc := toolparse.Scanner(r)
 	sc.Split(scanLines)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())

@@ -7,7 +7,6 @@
 package sockperf
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/toolparse"
 )
 
 // Binary is the executable name looked up in PATH.
@@ -109,8 +109,7 @@ var ErrNoResult = errors.New("sockperf: no ping-pong summary in output")
 // If the server is only reached for the first server entry, only that
 // entry is read ("Printing statistics for Server No: 0").
 func Parse(r io.Reader) ([]sample.Metric, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc := toolparse.Scanner(r)
 	var (
 		kind                    string
 		avg, maxObs             float64
@@ -162,10 +161,8 @@ func Parse(r io.Reader) ([]sample.Metric, error) {
 		}
 		return nil, ErrNoResult
 	}
-	var ms []sample.Metric
-	add := func(name string, v float64, unit string, better sample.Better, agg sample.Agg) {
-		ms = append(ms, sample.Metric{Name: name, Value: v, Unit: unit, Better: better, Agg: agg})
-	}
+	var ms toolparse.Metrics
+	add := ms.Add
 	add(kind+"_avg", avg, "us", sample.Lower, sample.Mean)
 	for _, p := range []struct{ key, name string }{{"50.000", "p50"}, {"99.000", "p99"}, {"99.900", "p999"}} {
 		if v, ok := pct[p.key]; ok {

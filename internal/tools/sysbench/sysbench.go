@@ -8,7 +8,6 @@
 package sysbench
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/toolparse"
 )
 
 // Binary is the executable name looked up in PATH.
@@ -62,23 +62,13 @@ type FileIO struct {
 	Duration  time.Duration
 }
 
-// seconds renders d as whole seconds (sysbench 1.0 takes --time in
-// seconds), rounding up and never below one.
-func seconds(d time.Duration) int {
-	s := int(math.Ceil(d.Seconds()))
-	if s < 1 {
-		s = 1
-	}
-	return s
-}
-
 func common(threads int, d time.Duration) []string {
 	if threads < 1 {
 		threads = 1
 	}
 	return []string{
 		"--threads=" + strconv.Itoa(threads),
-		"--time=" + strconv.Itoa(seconds(d)),
+		"--time=" + toolparse.Seconds(d),
 		"--events=0",
 		"--percentile=95",
 	}
@@ -205,8 +195,7 @@ func atof(s string) float64 {
 
 func scan(r io.Reader) (*report, error) {
 	rep := &report{rates: map[string]float64{}, through: map[string]float64{}, lat: map[string]float64{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc := toolparse.Scanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if strings.HasPrefix(line, "FATAL:") && rep.fatal == "" {
@@ -272,10 +261,8 @@ func Parse(r io.Reader) ([]sample.Metric, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ms []sample.Metric
-	add := func(name string, v float64, unit string, better sample.Better, agg sample.Agg) {
-		ms = append(ms, sample.Metric{Name: name, Value: v, Unit: unit, Better: better, Agg: agg})
-	}
+	var ms toolparse.Metrics
+	add := ms.Add
 	valid := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {
 	case len(rep.rates) > 0 || len(rep.through) > 0:

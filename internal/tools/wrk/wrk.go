@@ -10,7 +10,6 @@
 package wrk
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/tools/toolparse"
 )
 
 // Binary is the executable name looked up in PATH.
@@ -40,15 +40,6 @@ type Options struct {
 	Timeout     time.Duration // request timeout (--timeout), whole seconds rounded up; 0: wrk's default (2s)
 	Latency     bool          // print the latency distribution (--latency): percentiles in Parse
 	Headers     []string      // extra request headers (-H), "Name: value"
-}
-
-// seconds renders d as whole seconds, rounded up, at least 1.
-func seconds(d time.Duration) int64 {
-	s := int64(math.Ceil(d.Seconds()))
-	if s < 1 {
-		s = 1
-	}
-	return s
 }
 
 // Args validates o and builds the wrk command line (without the binary
@@ -81,10 +72,10 @@ func (o Options) Args() ([]string, error) {
 	a := []string{
 		"-t", strconv.Itoa(threads),
 		"-c", strconv.Itoa(o.Connections),
-		"-d", strconv.FormatInt(seconds(o.Duration), 10) + "s",
+		"-d", toolparse.Seconds(o.Duration) + "s",
 	}
 	if o.Timeout > 0 {
-		a = append(a, "--timeout", strconv.FormatInt(seconds(o.Timeout), 10)+"s")
+		a = append(a, "--timeout", toolparse.Seconds(o.Timeout)+"s")
 	}
 	if o.Latency {
 		a = append(a, "--latency")
@@ -132,10 +123,8 @@ func (r Result) Errors() int64 {
 //   - errors_connect, errors_read, errors_write, errors_timeout and
 //     non_2xx_responses (count, lower, summed)
 func (r Result) Metrics() []sample.Metric {
-	var ms []sample.Metric
-	add := func(name string, v float64, unit string, better sample.Better, agg sample.Agg) {
-		ms = append(ms, sample.Metric{Name: name, Value: v, Unit: unit, Better: better, Agg: agg})
-	}
+	var ms toolparse.Metrics
+	add := ms.Add
 	add("requests_per_sec", r.RequestsPerSec, "req/s", sample.Higher, sample.Sum)
 	add("transfer_bytes_per_sec", r.TransferPerSec, "B/s", sample.Higher, sample.Sum)
 	add("requests", float64(r.Requests), "count", sample.Higher, sample.Sum)
@@ -199,34 +188,14 @@ func bytesOf(v float64, unit string) float64 {
 	return v * math.Pow(1024, float64(exp))
 }
 
-type parser struct {
-	err error
-}
-
-func (p *parser) float(s string) float64 {
-	v, err := strconv.ParseFloat(s, 64)
-	if err == nil && (math.IsInf(v, 0) || math.IsNaN(v)) {
-		err = fmt.Errorf("not finite")
-	}
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("wrk: number %q: %w", s, err)
-	}
-	return v
-}
-
-func (p *parser) int(s string) int64 {
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("wrk: count %q: %w", s, err)
-	}
-	return v
-}
+// parser converts wrk's numbers, times included.
+type parser struct{ toolparse.Numbers }
 
 func (p *parser) ms(v, unit string) float64 {
-	f := p.float(v)
+	f := p.Float(v)
 	ms, err := timeMs(f, unit)
-	if err != nil && p.err == nil {
-		p.err = err
+	if err != nil && p.Err == nil {
+		p.Err = err
 	}
 	return ms
 }
@@ -240,21 +209,20 @@ func (p *parser) ms(v, unit string) float64 {
 func Parse(r io.Reader) (Result, error) {
 	var (
 		res                                 Result
-		p                                   parser
+		p                                   = parser{toolparse.Numbers{Tool: "wrk"}}
 		haveLatency, haveRequests, haveRate bool
 		haveTransfer, inDistribution        bool
 		pct                                 = map[string]float64{}
 		firstLine                           string
 	)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc := toolparse.Scanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if firstLine == "" && line != "" {
 			firstLine = line
 		}
 		if m := reThreads.FindStringSubmatch(line); m != nil {
-			res.Threads, res.Connections = int(p.int(m[1])), int(p.int(m[2]))
+			res.Threads, res.Connections = int(p.Int(m[1])), int(p.Int(m[2]))
 		} else if line == "Latency Distribution" {
 			inDistribution = true
 		} else if m := reLatency.FindStringSubmatch(line); m != nil {
@@ -264,37 +232,34 @@ func Parse(r io.Reader) (Result, error) {
 			pct[m[1]] = p.ms(m[2], m[3])
 		} else if m := reRequests.FindStringSubmatch(line); m != nil {
 			inDistribution = false
-			res.Requests = p.int(m[1])
+			res.Requests = p.Int(m[1])
 			d := p.ms(m[2], m[3])
 			res.Duration = d / 1000
-			res.BytesRead = bytesOf(p.float(m[4]), m[5])
+			res.BytesRead = bytesOf(p.Float(m[4]), m[5])
 			haveRequests = true
 		} else if m := reSocket.FindStringSubmatch(line); m != nil {
-			res.ConnectErrors, res.ReadErrors, res.WriteErrors, res.TimeoutErrors = p.int(m[1]), p.int(m[2]), p.int(m[3]), p.int(m[4])
+			res.ConnectErrors, res.ReadErrors, res.WriteErrors, res.TimeoutErrors = p.Int(m[1]), p.Int(m[2]), p.Int(m[3]), p.Int(m[4])
 		} else if m := reNon2xx.FindStringSubmatch(line); m != nil {
-			res.ErrorResponses = p.int(m[1])
+			res.ErrorResponses = p.Int(m[1])
 		} else if m := reReqPerSec.FindStringSubmatch(line); m != nil {
-			res.RequestsPerSec, haveRate = p.float(m[1]), true
+			res.RequestsPerSec, haveRate = p.Float(m[1]), true
 		} else if m := reTransfer.FindStringSubmatch(line); m != nil {
-			res.TransferPerSec, haveTransfer = bytesOf(p.float(m[1]), m[2]), true
+			res.TransferPerSec, haveTransfer = bytesOf(p.Float(m[1]), m[2]), true
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return Result{}, fmt.Errorf("wrk: reading output: %w", err)
 	}
-	if p.err != nil {
-		return Result{}, p.err
+	if p.Err != nil {
+		return Result{}, p.Err
 	}
 	if !haveRequests || !haveRate || !haveTransfer || !haveLatency {
-		var missing []string
-		for _, c := range []struct {
-			ok   bool
-			name string
-		}{{haveLatency, "latency stats"}, {haveRequests, "requests line"}, {haveRate, "Requests/sec"}, {haveTransfer, "Transfer/sec"}} {
-			if !c.ok {
-				missing = append(missing, c.name)
-			}
-		}
+		missing := toolparse.Missing([]toolparse.Required{
+			{Seen: haveLatency, Name: "latency stats"},
+			{Seen: haveRequests, Name: "requests line"},
+			{Seen: haveRate, Name: "Requests/sec"},
+			{Seen: haveTransfer, Name: "Transfer/sec"},
+		})
 		if !haveRequests && !haveRate && firstLine != "" && !strings.HasPrefix(firstLine, "Running ") {
 			return Result{}, fmt.Errorf("%w: %s", ErrNoResult, firstLine)
 		}

@@ -136,17 +136,12 @@ func readFull(fd int, b []byte, check func() error) error {
 	got := 0
 	for got < len(b) {
 		n, err := syscall.Read(fd, b[got:])
-		switch {
-		case err == syscall.EINTR:
+		if again, err := retry("read", err, check); again {
 			continue
-		case err == syscall.EAGAIN:
-			if cerr := check(); cerr != nil {
-				return cerr
-			}
-			continue
-		case err != nil:
-			return fmt.Errorf("read: %w", err)
-		case n == 0:
+		} else if err != nil {
+			return err
+		}
+		if n == 0 {
 			if got == 0 {
 				return io.EOF
 			}
@@ -161,18 +156,30 @@ func readFull(fd int, b []byte, check func() error) error {
 func writeFull(fd int, b []byte, check func() error) error {
 	for len(b) > 0 {
 		n, err := syscall.Write(fd, b)
-		switch {
-		case err == syscall.EINTR:
+		if again, err := retry("write", err, check); again {
 			continue
-		case err == syscall.EAGAIN:
-			if cerr := check(); cerr != nil {
-				return cerr
-			}
-			continue
-		case err != nil:
-			return fmt.Errorf("write: %w", err)
+		} else if err != nil {
+			return err
 		}
 		b = b[n:]
 	}
 	return nil
+}
+
+// retry sorts the error of a blocking read or write (op): again on EINTR
+// and on a timeout that check lets pass; else the error that ends the
+// loop (check's, or err named by op), nil when there was none.
+func retry(op string, err error, check func() error) (again bool, _ error) {
+	switch {
+	case err == syscall.EINTR:
+		return true, nil
+	case err == syscall.EAGAIN:
+		if cerr := check(); cerr != nil {
+			return false, cerr
+		}
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	return false, nil
 }

@@ -26,12 +26,12 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
-	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/hostside"
 )
 
 // Names of the hidden in-guest halves.
@@ -254,22 +254,6 @@ func sharedCPU(p workload.Params) bool {
 	return p.Int("client-cpu") >= 0 && p.Int("client-cpu") == p.Int("server-cpu")
 }
 
-// checkAddr refuses anything but loopback and private addresses: the
-// network workloads never talk to the outside world.
-func checkAddr(addr string) error {
-	ip := net.ParseIP(addr)
-	if ip == nil {
-		return fmt.Errorf("netbench: %q is not an IP address", addr)
-	}
-	if !ip.IsLoopback() && !ip.IsPrivate() && !ip.IsLinkLocalUnicast() {
-		return fmt.Errorf("netbench: refusing to connect to %s: only loopback and the instances' private addresses are used", addr)
-	}
-	return nil
-}
-
-// freePort asks the kernel for a free port on loopback.
-func freePort() (int, error) { return hostnet.FreePort("127.0.0.1") }
-
 // hostAddrFacing returns the host's own address on the network that
 // reaches instAddr: loopback for loopback, else the address of the host
 // interface whose subnet contains instAddr (the bridge's gateway).
@@ -308,19 +292,12 @@ type run struct {
 	*workload.Instances
 }
 
+// checkAddr refuses anything but loopback and private addresses.
+func checkAddr(addr string) error { return hostside.CheckAddr("netbench", addr) }
+
 // address asks an instance for its address and checks it is one we may use.
 func address(ctx context.Context, in platform.Instance, role string) (string, error) {
-	a, err := in.Address(ctx)
-	if err != nil {
-		return "", fmt.Errorf("netbench: %s instance address: %w", role, err)
-	}
-	if a == "" {
-		return "", fmt.Errorf("netbench: the %s instance has no address (network=none?); network workloads need bridge or host", role)
-	}
-	if err := checkAddr(a); err != nil {
-		return "", err
-	}
-	return a, nil
+	return hostside.Address(ctx, in, "netbench", role, "network workloads need bridge or host")
 }
 
 func hostRun(mode string) workload.HostFunc {
@@ -341,12 +318,9 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	if n < 1 {
 		return nil, errors.New("netbench: need at least one client")
 	}
-	port := r.p.Int("port")
-	if port == 0 {
-		var err error
-		if port, err = freePort(); err != nil {
-			return nil, err
-		}
+	port, err := hostside.Port(r.p.Int("port"))
+	if err != nil {
+		return nil, err
 	}
 	tags := map[string]string{"server": r.p.Str("server"), "client": r.p.Str("client")}
 
@@ -396,14 +370,7 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		}
 		params := spec.Canonical(map[string]string{"bind": addr, "port": strconv.Itoa(port), "timeout": (timeout(r.p) + time.Minute).String(), "watch-stdin": "true", "cpu": r.p.Str("server-cpu"), "shared-cpu": strconv.FormatBool(sharedCPU(r.p))})
 		sess := agenthost.Start(ctx, srv, ServerName, params)
-		if err := sess.WaitReady(ctx); err != nil {
-			sess.Abort()
-			return nil, fmt.Errorf("netbench: server instance: %w", err)
-		}
-		if err := sess.Release(); err != nil {
-			return nil, fmt.Errorf("netbench: server instance: %w", err)
-		}
-		if err := sess.WaitStarted(ctx); err != nil {
+		if err := hostside.Begin(ctx, sess); err != nil {
 			return nil, fmt.Errorf("netbench: server instance: %w", err)
 		}
 		serverAddr = net.JoinHostPort(addr, strconv.Itoa(port))
@@ -469,7 +436,6 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	cp := clientParams(r.mode, r.p, host, atoi(portStr))
 
 	var results []workload.InstanceResult
-	var err error
 	if r.p.Str("client") == OnInstance {
 		results, err = r.instanceClients(ctx, clients, cp, tags)
 	} else {

@@ -29,6 +29,7 @@ import (
 	"github.com/isobench/isobench/internal/tools/redisbench"
 	"github.com/isobench/isobench/internal/tools/wrk"
 	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/hostside"
 )
 
 // Client placements.
@@ -298,16 +299,7 @@ func hostRun(k kind) workload.HostFunc {
 }
 
 // checkAddr refuses anything but loopback and private addresses.
-func checkAddr(addr string) error {
-	ip := net.ParseIP(addr)
-	if ip == nil {
-		return fmt.Errorf("service: %q is not an IP address", addr)
-	}
-	if !ip.IsLoopback() && !ip.IsPrivate() && !ip.IsLinkLocalUnicast() {
-		return fmt.Errorf("service: refusing to connect to %s: only loopback and the instances' private addresses are used", addr)
-	}
-	return nil
-}
+func checkAddr(addr string) error { return hostside.CheckAddr("service", addr) }
 
 func freePort() (int, error) { return hostnet.FreePort("127.0.0.1") }
 
@@ -317,12 +309,9 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		return nil, errors.New("service: need at least one client")
 	}
 	kindName := r.k.server(r.p)
-	port := r.p.Int("port")
-	if port == 0 {
-		var err error
-		if port, err = freePort(); err != nil {
-			return nil, err
-		}
+	port, err := hostside.Port(r.p.Int("port"))
+	if err != nil {
+		return nil, err
 	}
 	tags := r.k.tags(r.p)
 	tags["client"] = r.p.Str("client")
@@ -356,14 +345,8 @@ func (r *run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	if np := facts["nat_path"]; np != "" {
 		tags["nat_path"] = np
 	}
-	addr, err := srv.Address(ctx)
+	addr, err := hostside.Address(ctx, srv, kindName, "server", "service workloads need bridge, nat or host")
 	if err != nil {
-		return nil, fmt.Errorf("%s: server instance address: %w", kindName, err)
-	}
-	if addr == "" {
-		return nil, fmt.Errorf("%s: the server instance has no address (network=none?); service workloads need bridge, nat or host", kindName)
-	}
-	if err := checkAddr(addr); err != nil {
 		return nil, err
 	}
 	// the server listens on the instance's own address only: its address
@@ -628,15 +611,8 @@ func StartServer(ctx context.Context, inst platform.Instance, kind string, port 
 		return nil, err
 	}
 	sess := agenthost.StartWith(ctx, inst, ServerName, spec.Canonical(sp), agenthost.Options{Secrets: map[string]string{"password": pw}})
-	for _, step := range []func() error{
-		func() error { return sess.WaitReady(ctx) },
-		sess.Release,
-		func() error { return sess.WaitStarted(ctx) },
-	} {
-		if err := step(); err != nil {
-			sess.Abort()
-			return nil, fmt.Errorf("%s: %w", kind, err)
-		}
+	if err := hostside.Begin(ctx, sess); err != nil {
+		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
 	return &Running{sess: sess, kind: kind}, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/hostside"
 )
 
 // Names of the cluster workload and its hidden in-guest halves.
@@ -333,14 +334,7 @@ func runCluster(ctx context.Context, p workload.Params, env workload.HostEnv) ([
 	raw["master"] = master
 	raw["driver-host"] = addrs[0]
 	sess := agenthost.Start(ctx, insts[0], DriverName, spec.Canonical(raw))
-	if err := sess.WaitReady(ctx); err != nil {
-		sess.Abort()
-		return nil, fmt.Errorf("spark cluster: driver: %w", err)
-	}
-	if err := sess.Release(); err != nil {
-		return nil, fmt.Errorf("spark cluster: driver: %w", err)
-	}
-	if err := sess.WaitStarted(ctx); err != nil {
+	if err := hostside.Begin(ctx, sess); err != nil {
 		return nil, fmt.Errorf("spark cluster: driver: %w", err)
 	}
 	ms, _, err := sess.Result(ctx)

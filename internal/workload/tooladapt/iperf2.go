@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,13 +14,13 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
-	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/tools/iperf2"
 	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/hostside"
 )
 
 // Names of the iperf 2 workload and its hidden halves.
@@ -62,6 +61,9 @@ var Iperf2Def = workload.Def{
 	Estimate: workload.DurationPlus(5 * time.Second),
 }
 
+// halfWindow is the window parameter of both hidden halves.
+var halfWindow = workload.Param{Name: "window", Kind: workload.Size, Default: "64k", Min: 0, Max: 64 << 20, Help: "TCP window (-w); 0: the kernel's"}
+
 // Iperf2ServerDef is the hidden server half: iperf -s on the instance's
 // address, serving until the host closes the agent's input.
 var Iperf2ServerDef = workload.Def{
@@ -71,7 +73,7 @@ var Iperf2ServerDef = workload.Def{
 	Params: []workload.Param{
 		{Name: "bind", Kind: workload.ListenIP, Default: "127.0.0.1", Help: "address to listen on: the instance's own"},
 		{Name: "port", Kind: workload.Int, Default: "5001", Min: 1, Max: 65535, Help: "port"},
-		{Name: "window", Kind: workload.Size, Default: "64k", Min: 0, Max: 64 << 20, Help: "TCP window (-w); 0: the kernel's"},
+		halfWindow,
 		{Name: "timeout", Kind: workload.Duration, Default: "1h", Min: 1, Max: 86400, Help: "stop serving after this long even if the host never says so"},
 	},
 	Agent: runIperf2Server,
@@ -87,7 +89,7 @@ var Iperf2ClientDef = workload.Def{
 	Params: []workload.Param{
 		{Name: "server", Kind: workload.String, Default: "127.0.0.1", Help: "server address"},
 		{Name: "port", Kind: workload.Int, Default: "5001", Min: 1, Max: 65535, Help: "server port"},
-		{Name: "window", Kind: workload.Size, Default: "64k", Min: 0, Max: 64 << 20, Help: "TCP window (-w); 0: the kernel's"},
+		halfWindow,
 		{Name: "parallel", Kind: workload.Int, Default: "1", Min: 1, Max: 128, Help: "streams (-P)"},
 		{Name: "duration", Kind: workload.Duration, Default: "10s", Min: 1, Max: 86400, Help: "how long to send"},
 	},
@@ -126,11 +128,7 @@ func runIperf2Server(ctx context.Context, p workload.Params, ready workload.Barr
 }
 
 func runIperf2Client(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-	bin, err := toolPath(iperf2.Binary)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := workload.Scratch()
+	bin, dir, err := toolInScratch(iperf2.Binary)
 	if err != nil {
 		return nil, err
 	}
@@ -189,12 +187,9 @@ func (r *iperf2Run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	if n < 1 {
 		return nil, errors.New("iperf2: need at least one client instance")
 	}
-	port := r.p.Int("port")
-	if port == 0 {
-		var err error
-		if port, err = hostnet.FreePort("127.0.0.1"); err != nil {
-			return nil, fmt.Errorf("iperf2: %w", err)
-		}
+	port, err := hostside.Port(r.p.Int("port"))
+	if err != nil {
+		return nil, fmt.Errorf("iperf2: %w", err)
 	}
 	// The server and the N clients, created together (untimed).
 	clients := make([]platform.Instance, n)
@@ -211,28 +206,16 @@ func (r *iperf2Run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	}); err != nil {
 		return nil, err
 	}
-	addr, err := srv.Address(ctx)
+	addr, err := hostside.Address(ctx, srv, "iperf2", "server", "iperf needs bridge, nat or host")
 	if err != nil {
-		return nil, fmt.Errorf("iperf2: server instance address: %w", err)
-	}
-	if addr == "" {
-		return nil, errors.New("iperf2: the server instance has no address (network=none?); iperf needs bridge, nat or host")
-	}
-	if ip := net.ParseIP(addr); ip == nil || !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()) {
-		return nil, fmt.Errorf("iperf2: refusing server address %q: only loopback and the instances' private addresses are used", addr)
+		return nil, err
 	}
 	window := r.p.Str("window")
 	sp := spec.Canonical(map[string]string{"bind": addr, "port": strconv.Itoa(port), "window": window,
 		"timeout": (iperf2Timeout(r.p) + time.Minute).String()})
 	sess := agenthost.Start(ctx, srv, Iperf2Server, sp)
 	defer sess.Abort()
-	if err := sess.WaitReady(ctx); err != nil {
-		return nil, fmt.Errorf("iperf2: server instance: %w", err)
-	}
-	if err := sess.Release(); err != nil {
-		return nil, fmt.Errorf("iperf2: server instance: %w", err)
-	}
-	if err := sess.WaitStarted(ctx); err != nil {
+	if err := hostside.Begin(ctx, sess); err != nil {
 		return nil, fmt.Errorf("iperf2: server instance: %w", err)
 	}
 	cp := spec.Canonical(map[string]string{"server": addr, "port": strconv.Itoa(port), "window": window,

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/workload"
 )
 
@@ -30,6 +32,48 @@ func toolPath(bin string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s not found in this instance: use the tools image profile (image=tools)", bin)
+}
+
+// toolInScratch finds bin in the instance and the directory it runs in,
+// the instance's scratch directory.
+func toolInScratch(name string) (bin, dir string, err error) {
+	if bin, err = toolPath(name); err != nil {
+		return "", "", err
+	}
+	if dir, err = workload.Scratch(); err != nil {
+		return "", "", err
+	}
+	return bin, dir, nil
+}
+
+// toolInFreshDir finds bin in the instance and makes it a fresh directory
+// to run in (see scratchDir), which cleanup removes.
+func toolInFreshDir(name, prefix string) (bin, dir string, cleanup func(), err error) {
+	if bin, err = toolPath(name); err != nil {
+		return "", "", nil, err
+	}
+	if dir, cleanup, err = scratchDir(prefix); err != nil {
+		return "", "", nil, err
+	}
+	return bin, dir, cleanup, nil
+}
+
+// timedRun waits for the start signal, then runs bin with args in dir (the
+// timed part of a tool workload).
+func timedRun(ctx context.Context, ready func() error, dir, bin string, args []string) ([]byte, error) {
+	if err := barrier(ready); err != nil {
+		return nil, err
+	}
+	return runTool(ctx, dir, bin, args...)
+}
+
+// parseOutput parses a tool's output, naming the tool on failure.
+func parseOutput(tool string, out []byte, parse func(io.Reader) ([]sample.Metric, error)) ([]sample.Metric, error) {
+	ms, err := parse(bytes.NewReader(out))
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s output: %w", tool, err)
+	}
+	return ms, nil
 }
 
 // maxStderr bounds how much of a tool's error output ends up in an error.
@@ -106,6 +150,21 @@ func startServer(ctx context.Context, bin string, args []string, ready func() bo
 			return nil, fmt.Errorf("%s server did not get ready within 10s", filepath.Base(bin))
 		}
 	}
+}
+
+// serverFor is the server a client workload runs against: host when it is
+// set (someone else's server), else a server started with args(bind) on
+// 127.0.0.1 in this instance, which stop ends.
+func serverFor(ctx context.Context, host, bin string, args func(bind string) []string, ready func() bool) (addr string, stop func(), err error) {
+	if host != "" {
+		return host, func() {}, nil
+	}
+	host = "127.0.0.1"
+	srv, err := startServer(ctx, bin, args(host), ready)
+	if err != nil {
+		return "", nil, err
+	}
+	return host, srv.stop, nil
 }
 
 // stop ends the server and waits for it.

@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -188,48 +189,25 @@ func checkServer(p workload.Params) error {
 	return nil
 }
 
-func parseSysbench(out []byte) ([]sample.Metric, error) {
-	ms, err := sysbench.Parse(bytes.NewReader(out))
-	if err != nil {
-		return nil, fmt.Errorf("parsing sysbench output: %w", err)
-	}
-	return ms, nil
-}
-
 func runSysbenchCPU(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-	bin, err := toolPath(sysbench.Binary)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := workload.Scratch()
+	bin, dir, err := toolInScratch(sysbench.Binary)
 	if err != nil {
 		return nil, err
 	}
 	events := p.Int("events")
 	args := sysbench.CPU{Threads: p.Int("threads"), MaxPrime: p.Int("max-prime"), Duration: p.Duration("duration"), Events: events}.Args()
-	if err := barrier(ready); err != nil {
-		return nil, err
-	}
-	out, err := runTool(ctx, dir, bin, args...)
+	out, err := timedRun(ctx, ready, dir, bin, args)
 	if err != nil {
 		return nil, err
 	}
 	if events > 0 {
-		ms, err := sysbench.ParseFixedWork(bytes.NewReader(out), events)
-		if err != nil {
-			return nil, fmt.Errorf("parsing sysbench output: %w", err)
-		}
-		return ms, nil
+		return parseOutput("sysbench", out, func(r io.Reader) ([]sample.Metric, error) { return sysbench.ParseFixedWork(r, events) })
 	}
-	return parseSysbench(out)
+	return parseOutput("sysbench", out, sysbench.Parse)
 }
 
 func runSysbenchMemory(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-	bin, err := toolPath(sysbench.Binary)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := workload.Scratch()
+	bin, dir, err := toolInScratch(sysbench.Binary)
 	if err != nil {
 		return nil, err
 	}
@@ -237,22 +215,15 @@ func runSysbenchMemory(ctx context.Context, p workload.Params, ready workload.Ba
 		Threads: p.Int("threads"), BlockSize: p.Size("block-size"), TotalSize: p.Size("total-size"),
 		Oper: p.Str("oper"), Access: p.Str("access"), Duration: p.Duration("duration"),
 	}.Args()
-	if err := barrier(ready); err != nil {
-		return nil, err
-	}
-	out, err := runTool(ctx, dir, bin, args...)
+	out, err := timedRun(ctx, ready, dir, bin, args)
 	if err != nil {
 		return nil, err
 	}
-	return parseSysbench(out)
+	return parseOutput("sysbench", out, sysbench.Parse)
 }
 
 func runSysbenchFileIO(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-	bin, err := toolPath(sysbench.Binary)
-	if err != nil {
-		return nil, err
-	}
-	dir, cleanup, err := scratchDir("sysbench-fileio-")
+	bin, dir, cleanup, err := toolInFreshDir(sysbench.Binary, "sysbench-fileio-")
 	if err != nil {
 		return nil, err
 	}
@@ -264,22 +235,15 @@ func runSysbenchFileIO(ctx context.Context, p workload.Params, ready workload.Ba
 	if _, err := runTool(ctx, dir, bin, f.Args("prepare")...); err != nil {
 		return nil, fmt.Errorf("sysbench fileio prepare: %w", err)
 	}
-	if err := barrier(ready); err != nil {
-		return nil, err
-	}
-	out, err := runTool(ctx, dir, bin, f.Args("run")...)
+	out, err := timedRun(ctx, ready, dir, bin, f.Args("run"))
 	if err != nil {
 		return nil, err
 	}
-	return parseSysbench(out)
+	return parseOutput("sysbench", out, sysbench.Parse)
 }
 
 func runFio(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-	bin, err := toolPath(fio.Binary)
-	if err != nil {
-		return nil, err
-	}
-	dir, cleanup, err := scratchDir("fio-")
+	bin, dir, cleanup, err := toolInFreshDir(fio.Binary, "fio-")
 	if err != nil {
 		return nil, err
 	}
@@ -292,38 +256,24 @@ func runFio(ctx context.Context, p workload.Params, ready workload.Barrier) ([]s
 	if _, err := runTool(ctx, dir, bin, job.CreateArgs()...); err != nil {
 		return nil, fmt.Errorf("fio layout: %w", err)
 	}
-	if err := barrier(ready); err != nil {
-		return nil, err
-	}
-	out, err := runTool(ctx, dir, bin, job.Args()...)
+	out, err := timedRun(ctx, ready, dir, bin, job.Args())
 	if err != nil {
 		return nil, err
 	}
-	ms, err := fio.Parse(bytes.NewReader(out))
-	if err != nil {
-		return nil, fmt.Errorf("parsing fio output: %w", err)
-	}
-	return ms, nil
+	return parseOutput("fio", out, fio.Parse)
 }
 
 func runIperf3(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-	bin, err := toolPath(iperf3.Binary)
+	bin, dir, err := toolInScratch(iperf3.Binary)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := workload.Scratch()
+	port := p.Int("port")
+	host, stop, err := serverFor(ctx, p.Str("server"), bin, func(bind string) []string { return iperf3.Server{Bind: bind, Port: port}.Args() }, tcpListening(port))
 	if err != nil {
 		return nil, err
 	}
-	host, port := p.Str("server"), p.Int("port")
-	if host == "" {
-		host = "127.0.0.1"
-		srv, err := startServer(ctx, bin, iperf3.Server{Bind: host, Port: port}.Args(), tcpListening(port))
-		if err != nil {
-			return nil, err
-		}
-		defer srv.stop()
-	}
+	defer stop()
 	args := iperf3.Client{
 		Server: host, Port: port, Duration: p.Duration("duration"), Parallel: p.Int("parallel"),
 		Reverse: p.Bool("reverse"), UDP: p.Bool("udp"), Bitrate: int64(p.Int("bitrate")),
@@ -351,38 +301,24 @@ func runIperf3(ctx context.Context, p workload.Params, ready workload.Barrier) (
 }
 
 func runSockperf(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-	bin, err := toolPath(sockperf.Binary)
+	bin, dir, err := toolInScratch(sockperf.Binary)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := workload.Scratch()
+	port, tcp := p.Int("port"), p.Bool("tcp")
+	probe := udpBound(port)
+	if tcp {
+		probe = tcpListening(port)
+	}
+	host, stop, err := serverFor(ctx, p.Str("server"), bin, func(bind string) []string { return sockperf.Server{Bind: bind, Port: port, TCP: tcp}.Args() }, probe)
 	if err != nil {
 		return nil, err
 	}
-	host, port, tcp := p.Str("server"), p.Int("port"), p.Bool("tcp")
-	if host == "" {
-		host = "127.0.0.1"
-		probe := udpBound(port)
-		if tcp {
-			probe = tcpListening(port)
-		}
-		srv, err := startServer(ctx, bin, sockperf.Server{Bind: host, Port: port, TCP: tcp}.Args(), probe)
-		if err != nil {
-			return nil, err
-		}
-		defer srv.stop()
-	}
+	defer stop()
 	args := sockperf.PingPong{Server: host, Port: port, TCP: tcp, Duration: p.Duration("duration"), MsgSize: p.Int("msg-size")}.Args()
-	if err := barrier(ready); err != nil {
-		return nil, err
-	}
-	out, err := runTool(ctx, dir, bin, args...)
+	out, err := timedRun(ctx, ready, dir, bin, args)
 	if err != nil {
 		return nil, err
 	}
-	ms, err := sockperf.Parse(bytes.NewReader(out))
-	if err != nil {
-		return nil, fmt.Errorf("parsing sockperf output: %w", err)
-	}
-	return ms, nil
+	return parseOutput("sockperf", out, sockperf.Parse)
 }
