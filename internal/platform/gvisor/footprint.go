@@ -101,3 +101,11 @@ func alive(pid int) bool {
 	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
 	return err == nil
 }
+
+var _ platform.OOMReporter = (*Instance)(nil)
+
+// OOMKilled implements platform.OOMReporter: the sandbox's cgroup holds
+// the Sentry, whose memory is the application's, so the OOM killer kills
+// the Sentry and every command in the sandbox ends with an RPC error
+// ("urpc method ... failed: EOF"), never a SIGKILL status.
+func (in *Instance) OOMKilled(ctx context.Context) (bool, error) { return runc.OOMKilled(in.ID()) }

@@ -111,3 +111,23 @@ func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// OOMKilled says whether the kernel's OOM killer killed a process in the
+// cgroup isobench configures for OCI container id ("/isobench/<id>":
+// runc's, crun's and runsc's, whose Sentry holds the application's memory,
+// so a sandbox killed for want of memory ends every command in it with an
+// RPC error rather than a SIGKILL status). An error means the cgroup or its
+// counter cannot be read (the container's cgroup is gone).
+func OOMKilled(id string) (bool, error) {
+	mem, _, err := ConfiguredCgroupDirs(cgroupRoot, id)
+	if err != nil {
+		return false, err
+	}
+	n, err := hostos.CgroupOOMKills(mem)
+	return n > 0, err
+}
+
+var _ platform.OOMReporter = (*Instance)(nil)
+
+// OOMKilled implements platform.OOMReporter.
+func (in *Instance) OOMKilled(ctx context.Context) (bool, error) { return OOMKilled(in.ID()) }
