@@ -5,7 +5,8 @@
 # (AGREES / DISAGREES / UNDECIDED, printed by 'isobench study run').
 #
 #   bench/studies.sh [OUTDIR] [STUDY...]   (as root, after `make build`;
-#                                          default OUTDIR out/studies, all five)
+#                                          default OUTDIR out/studies, every
+#                                          built-in study)
 #
 # Quick scale keeps every cell of a study but shrinks durations and
 # repetitions; the reports say so. On a 2-core host each study takes
@@ -15,8 +16,8 @@ cd "$(dirname "$0")/.."
 out=${1:-out/studies}
 shift || true
 studies=("$@")
-[ ${#studies[@]} -gt 0 ] || studies=(000 001 002 003 004)
 make -s build
+[ ${#studies[@]} -gt 0 ] || mapfile -t studies < <(bin/isobench study list | cut -d' ' -f1)
 mkdir -p "$out"
 bin=bin/isobench
 printf '%-6s %-9s %-8s %-8s %-10s %s\n' study took agrees disagree undecided report > "$out/summary.txt"

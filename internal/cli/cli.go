@@ -73,7 +73,7 @@ Usage:
   isobench doctor                           which platforms work here, and how to fix the others
   isobench clean [--dry-run]                remove what crashed runs left (containers, mounts, links...)
   isobench workloads                        list workloads and their parameters
-  isobench study list|show|fidelity|run ID  the five papers as built-in studies (see 'isobench study -h')
+  isobench study list|show|fidelity|run ID  the papers' studies built in (see 'isobench study -h')
   isobench version                          the version and commit of this build
   isobench help [COMMAND]                   this text, or a command's help (the same as 'isobench COMMAND -h')
 

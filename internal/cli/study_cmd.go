@@ -22,7 +22,7 @@ import (
 
 const studySynopsis = `study list | show ID [--scale standard|quick|paper] | fidelity [ID] [--scale S] | run ID [--scale standard|quick|paper] [--tools auto|paper|builtin] [--db FILE] [-o FILE] [--platform P]... [--reps N|auto] [--dry-run]
 
-The five studies isobench reproduces, built in as study files ('isobench study show ID > s.yaml'
+The studies isobench reproduces, built in as study files ('isobench study show ID > s.yaml'
 gives one to edit and run with 'isobench run s.yaml'). 'study fidelity' prints each experiment's
 ledger against its paper: tool, parameters, platforms, layout, statistic and repetitions, each the
 same or why not.`

@@ -1,4 +1,4 @@
-// Package study holds the five studies isobench reproduces as study files
+// Package study holds the studies isobench reproduces as study files
 // embedded in the binary, in the same format `isobench run study.yaml`
 // reads: the matrix (platforms, workloads, instances, reps, baseline) at
 // the paper's own parameters, plus, under `study:`, what the paper was
