@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -122,12 +121,12 @@ func (t Traits) sweep(env platform.SweepEnv) []platform.Leftover {
 			note(l.Owner, "")
 		}
 	}
-	procs := hostProcs()
+	procs := hostos.Procs()
 	for _, pr := range procs {
 		if !t.isEngine(pr) {
 			continue
 		}
-		for _, a := range pr.argv {
+		for _, a := range pr.Argv {
 			if m := idPattern.FindString(a); m != "" {
 				note(m, "")
 			}
@@ -146,11 +145,11 @@ func (t Traits) stateSubdirs() []string { return append([]string{"instances"}, t
 func (t Traits) runtimeRoot() string { return filepath.Join(hostnet.RunDir, t.Runtime) }
 
 // isEngine reports whether p is one of the engine's processes.
-func (t Traits) isEngine(p hostProc) bool {
-	if len(p.argv) == 0 {
+func (t Traits) isEngine(p hostos.Proc) bool {
+	if len(p.Argv) == 0 {
 		return false
 	}
-	name := filepath.Base(p.argv[0])
+	name := filepath.Base(p.Argv[0])
 	for _, e := range t.Engines {
 		if pfx, ok := strings.CutSuffix(e, "*"); ok && strings.HasPrefix(name, pfx) || e == name {
 			return true
@@ -180,14 +179,14 @@ func (t Traits) cgroupDirs() []string {
 }
 
 // parts lists what goes with instance id, in the order it is removed.
-func (t Traits) parts(id string, env platform.SweepEnv, procs []hostProc, cgroups []string) []platform.Leftover {
+func (t Traits) parts(id string, env platform.SweepEnv, procs []hostos.Proc, cgroups []string) []platform.Leftover {
 	var out []platform.Leftover
 	add := func(kind, name string, rm func(context.Context) error) {
 		out = append(out, platform.Leftover{Kind: kind, Name: name, Owner: id, Remove: rm})
 	}
-	for _, r := range rootsMentioning(procs, id) {
-		pid := r.pid
-		out = append(out, platform.Leftover{Kind: "process", Name: fmt.Sprintf("%d %s", pid, strings.Join(r.argv, " ")), Owner: id, PID: pid,
+	for _, r := range hostos.RootsMentioning(procs, id) {
+		pid := r.PID
+		out = append(out, platform.Leftover{Kind: "process", Name: fmt.Sprintf("%d %s", pid, strings.Join(r.Argv, " ")), Owner: id, PID: pid,
 			Remove: func(context.Context) error { return killTree(pid) }})
 	}
 	if t.Runtime != "" {
@@ -290,65 +289,7 @@ func sweepUnmount(path string) error {
 	return nil
 }
 
-// hostProc is one process on the host.
-type hostProc struct {
-	pid, ppid int
-	argv      []string
-}
-
-// hostProcs lists the host's processes but this one.
-func hostProcs() []hostProc {
-	var out []hostProc
-	es, _ := os.ReadDir("/proc")
-	for _, e := range es {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		p := hostProc{pid: pid, ppid: hostos.ParentPID(pid)}
-		for _, a := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {
-			if a != "" {
-				p.argv = append(p.argv, a)
-			}
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// rootsMentioning lists the processes whose command line holds s and
-// whose parent's does not, by pid.
-func rootsMentioning(procs []hostProc, s string) []hostProc {
-	in := map[int]bool{}
-	var all []hostProc
-	for _, p := range procs {
-		for _, a := range p.argv {
-			if strings.Contains(a, s) {
-				all = append(all, p)
-				in[p.pid] = true
-				break
-			}
-		}
-	}
-	var roots []hostProc
-	for _, p := range all {
-		if !in[p.ppid] {
-			roots = append(roots, p)
-		}
-	}
-	slices.SortFunc(roots, func(a, b hostProc) int { return a.pid - b.pid })
-	return roots
-}
-
 // killTree kills pid's descendants, then pid (runrec.KillTree).
 func killTree(pid int) error {
-	parent := map[int]int{}
-	for _, p := range hostProcs() {
-		parent[p.pid] = p.ppid
-	}
-	return runrec.KillTree(pid, parent)
+	return runrec.KillTree(pid, hostos.Parents(hostos.Procs()))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/isobench/isobench/internal/guest"
 	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/hostnet"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/platform/conformance"
 )
@@ -140,11 +141,11 @@ func leftovers(state string) (out []string) {
 			add(l.Kind, l.Name)
 		}
 	}
-	for _, p := range hostProcs() {
+	for _, p := range hostos.Procs() {
 		// qemu runs as this test's child: another process's is not ours
-		if len(p.argv) > 0 && (filepath.Base(p.argv[0]) == Binary || strings.Contains(p.argv[0], "virtiofsd")) &&
-			strings.Contains(strings.Join(p.argv, " "), state) && p.ppid == os.Getpid() {
-			add("process", fmt.Sprintf("%d %s", p.pid, strings.Join(p.argv, " ")))
+		if len(p.Argv) > 0 && (filepath.Base(p.Argv[0]) == Binary || strings.Contains(p.Argv[0], "virtiofsd")) &&
+			strings.Contains(strings.Join(p.Argv, " "), state) && p.PPID == os.Getpid() {
+			add("process", fmt.Sprintf("%d %s", p.PID, strings.Join(p.Argv, " ")))
 		}
 	}
 	for _, l := range hostnet.Links("isq") {

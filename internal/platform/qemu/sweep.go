@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/isobench/isobench/internal/cgroup"
@@ -60,7 +59,7 @@ func sweep(base string, env platform.SweepEnv) []platform.Leftover {
 	for _, d := range slices.Sorted(maps.Keys(skipped)) {
 		keep("qemu-run-dir", d, skipped[d])
 	}
-	procs := hostProcs()
+	procs := hostos.Procs()
 	runDirs := map[string]bool{} // run dir names, which are their cgroups' names
 	for _, d := range dirs {
 		runDirs[filepath.Base(d)] = true
@@ -115,14 +114,14 @@ func sweep(base string, env platform.SweepEnv) []platform.Leftover {
 
 // vmLeftovers lists the VM of run directory d, whose owner record is rec:
 // its processes, tap, disk, volume and cgroup (each owned by d), then d.
-func vmLeftovers(d string, rec vmowner.Record, env platform.SweepEnv, procs []hostProc) []platform.Leftover {
+func vmLeftovers(d string, rec vmowner.Record, env platform.SweepEnv, procs []hostos.Proc) []platform.Leftover {
 	var out []platform.Leftover
 	part := func(kind, name string, rm func(context.Context) error) {
 		out = append(out, platform.Leftover{Kind: kind, Name: name, Owner: d, Remove: rm})
 	}
-	for _, r := range rootsMentioning(procs, d+"/") {
-		pid := r.pid
-		part("process", fmt.Sprintf("%d %s", pid, strings.Join(r.argv, " ")), func(context.Context) error { return killTree(pid) })
+	for _, r := range hostos.RootsMentioning(procs, d+"/") {
+		pid := r.PID
+		part("process", fmt.Sprintf("%d %s", pid, strings.Join(r.Argv, " ")), func(context.Context) error { return killTree(pid) })
 	}
 	if t := rec.Tap; t != "" {
 		if _, err := os.Stat("/sys/class/net/" + t); err == nil {
@@ -193,65 +192,7 @@ func vmCgroups() []string {
 	return out
 }
 
-// hostProc is one process on the host.
-type hostProc struct {
-	pid, ppid int
-	argv      []string
-}
-
-// hostProcs lists the host's processes but this one.
-func hostProcs() []hostProc {
-	var out []hostProc
-	es, _ := os.ReadDir("/proc")
-	for _, e := range es {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		p := hostProc{pid: pid, ppid: hostos.ParentPID(pid)}
-		for _, a := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {
-			if a != "" {
-				p.argv = append(p.argv, a)
-			}
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// rootsMentioning lists the processes whose command line holds s and
-// whose parent's does not, by pid.
-func rootsMentioning(procs []hostProc, s string) []hostProc {
-	in := map[int]bool{}
-	var all []hostProc
-	for _, p := range procs {
-		for _, a := range p.argv {
-			if strings.Contains(a, s) {
-				all = append(all, p)
-				in[p.pid] = true
-				break
-			}
-		}
-	}
-	var roots []hostProc
-	for _, p := range all {
-		if !in[p.ppid] {
-			roots = append(roots, p)
-		}
-	}
-	slices.SortFunc(roots, func(a, b hostProc) int { return a.pid - b.pid })
-	return roots
-}
-
 // killTree kills pid's descendants, then pid (runrec.KillTree).
 func killTree(pid int) error {
-	parent := map[int]int{}
-	for _, p := range hostProcs() {
-		parent[p.pid] = p.ppid
-	}
-	return runrec.KillTree(pid, parent)
+	return runrec.KillTree(pid, hostos.Parents(hostos.Procs()))
 }
