@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/study"
@@ -54,12 +56,48 @@ func missingTool(t workload.Tool) string {
 	return fmt.Sprintf("%s (%s)", strings.Join(names, " or "), t.HowToGet())
 }
 
+// coldImages is what a dry run says of the image profiles the plan's
+// instances run (the file's image, or minimal; what platforms and
+// workloads ask for themselves): which are not built on this host yet, so
+// that the first run builds a Debian tree first, minutes the plan's
+// estimate does not count.
+func (st *State) coldImages(ctx context.Context, w io.Writer, labels, workloads []string, img string, env platform.Env) {
+	profiles := []string{cmp.Or(img, image.Minimal)}
+	add := func(p string) {
+		if p != "" && !slices.Contains(profiles, p) {
+			profiles = append(profiles, p)
+		}
+	}
+	for _, l := range labels {
+		if f, o, err := st.Platforms.Parse(l); err == nil && f.Image != nil {
+			add(f.Image(o))
+		}
+	}
+	for _, ws := range workloads {
+		if sp, err := spec.Parse(ws); err == nil {
+			if def, err := st.lookupWorkload(sp.Name); err == nil {
+				add(def.Needs.Image)
+			}
+		}
+	}
+	b := image.Builder{AgentBinary: env.AgentBinary, StateDir: env.StateDir}
+	for _, p := range profiles {
+		cold, err := b.Cold(ctx, p)
+		switch {
+		case err != nil:
+			fmt.Fprintf(w, "warning: image %s: %v\n", p, err)
+		case cold:
+			fmt.Fprintf(w, "image %s: not built on this host yet: the first run builds its Debian tree with mmdebstrap first (a few minutes, not in the estimate)\n", p)
+		}
+	}
+}
+
 // dryChecks is what a dry run says of this host, as warnings (the plan
 // stands): per platform whether it is available here (doctor's check:
 // the platform is constructed and asked, nothing is started), and the
 // executables the plan's workloads need on the host that it lacks (what
 // each declares in its Needs.HostTools).
-func (st *State) dryChecks(ctx context.Context, w io.Writer, labels, workloads []string, stateDir string) {
+func (st *State) dryChecks(ctx context.Context, w io.Writer, labels, workloads []string, img, stateDir string) {
 	env := platform.Env{AgentBinary: st.Executable, StateDir: stateDir, Log: io.Discard}
 	fmt.Fprintln(w, "\nhere (isobench doctor's check; warnings, the plan stands):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -67,6 +105,7 @@ func (st *State) dryChecks(ctx context.Context, w io.Writer, labels, workloads [
 		fmt.Fprintf(tw, "  %s\t%s\n", l, st.availableHere(ctx, l, env))
 	}
 	tw.Flush()
+	st.coldImages(ctx, w, labels, workloads, img, env)
 	missing := map[string][]string{} // "bin (apt-get install pkg)" -> what needs it
 	var order []string
 	note := func(what, who string) {

@@ -167,7 +167,7 @@ func (st *State) dryRun(ctx context.Context, study Study, stateDir string) error
 	if err := printPlan(st, study); err != nil {
 		return err
 	}
-	st.dryChecks(ctx, st.Stdout, study.Platforms, study.Workloads, st.stateDir(stateDir))
+	st.dryChecks(ctx, st.Stdout, study.Platforms, study.Workloads, study.Image, st.stateDir(stateDir))
 	if remote := slices.DeleteFunc(slices.Clone(study.Hosts), func(h string) bool { return h == "local" }); len(remote) > 0 {
 		fmt.Fprintf(st.Stdout, "(this host only: %s not asked)\n", strings.Join(remote, ", "))
 	}

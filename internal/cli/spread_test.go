@@ -221,7 +221,7 @@ func TestSpreadHostLost(t *testing.T) {
 	if len(cf.Failures) != 2 {
 		t.Errorf("%d failures, want a@h2 and b@h2: %v", len(cf.Failures), cf.Failures)
 	}
-	if !strings.Contains(f.log.String(), "host h2 lost during tiny:duration=10ms ×2") {
+	if !strings.Contains(f.log.String(), "host h2 lost during tiny ×2") {
 		t.Errorf("no line naming the lost host and its cell: %q", f.log.String())
 	}
 	cells := byCell(sink.samples)
@@ -258,7 +258,7 @@ func TestSpreadAllHostsLost(t *testing.T) {
 		}
 	}
 	err := f.sr.run(t.Context(), &runner.Runner{Sink: &spreadSink{}, RunID: 1}, f.plan)
-	if err == nil || !strings.Contains(err.Error(), "1 cell(s) not run, every host being lost: tiny:duration=10ms ×1 (isobench run --resume 1 --trust-hosts runs them)") {
+	if err == nil || !strings.Contains(err.Error(), "1 cell(s) not run, every host being lost: tiny ×1 (isobench run --resume 1 --trust-hosts runs them)") {
 		t.Fatalf("run error: %v", err)
 	}
 }

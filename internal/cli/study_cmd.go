@@ -264,7 +264,7 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 		}
 	}
 	if *dry {
-		st.dryChecks(ctx, st.Stdout, f.Platforms, f.Workloads, st.stateDir(*stateDir))
+		st.dryChecks(ctx, st.Stdout, f.Platforms, f.Workloads, f.Image, st.stateDir(*stateDir))
 		fmt.Fprintln(st.Stdout)
 		return nil
 	}

@@ -260,6 +260,38 @@ func (b Builder) log() io.Writer {
 	return b.Log
 }
 
+// debianTreeDone says whether dir holds a finished Debian tree (its last
+// package's files are in place).
+func debianTreeDone(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "usr/sbin/nginx"))
+	return err == nil
+}
+
+// Cold says whether building profile would first build a Debian tree with
+// mmdebstrap (minutes: the debian, debian-docker and spark profiles when
+// their tree for the current package list is not in StateDir yet), for a
+// plan's estimate and the dry run. The minimal and tools profiles are made
+// from host files in seconds: never cold.
+func (b Builder) Cold(ctx context.Context, profile string) (bool, error) {
+	switch profile {
+	case Debian, DebianDocker:
+		digest, err := debianBaseDigest(ctx, profile)
+		if err != nil {
+			return false, err
+		}
+		return !debianTreeDone(filepath.Join(b.StateDir, "debian", "base-"+digest)), nil
+	case Spark:
+		digest, err := SparkBaseDigest(ctx)
+		if err != nil {
+			return false, err
+		}
+		return !sparkTreeDone(filepath.Join(b.StateDir, "spark", "base-"+digest)), nil
+	case Minimal, Tools:
+		return false, nil
+	}
+	return false, unknownProfile(profile)
+}
+
 // DebianBase returns the directory of the cached Debian tree (without the
 // agent) under StateDir/debian, building it with mmdebstrap when no tree
 // exists for the current digest.
@@ -278,7 +310,7 @@ func (b Builder) debianBase(ctx context.Context, profile string) (string, error)
 	}
 	root := filepath.Join(b.StateDir, "debian")
 	dir := filepath.Join(root, "base-"+digest)
-	if _, err := os.Stat(filepath.Join(dir, "usr/sbin/nginx")); err == nil {
+	if debianTreeDone(dir) {
 		fmt.Fprintf(b.log(), "image debian: reusing the Debian tree %s\n", dir)
 		return dir, nil
 	}
@@ -305,7 +337,7 @@ func (b Builder) debianBase(ctx context.Context, profile string) (string, error)
 		return "", err
 	}
 	if err := os.Rename(target, dir); err != nil {
-		if _, serr := os.Stat(filepath.Join(dir, "usr/sbin/nginx")); serr != nil { // not a concurrent build
+		if !debianTreeDone(dir) { // not a concurrent build
 			return "", fmt.Errorf("debian image: %w", err)
 		}
 	}

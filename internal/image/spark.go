@@ -114,6 +114,13 @@ func (b Builder) SparkDigest(ctx context.Context) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
+// sparkTreeDone says whether dir holds a finished spark tree (pyspark's
+// spark-submit, copied in last, is in place).
+func sparkTreeDone(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(SparkPySparkDir, "/"), "pyspark", "bin", "spark-submit"))
+	return err == nil
+}
+
 // SparkBase returns the cached spark tree (without the agent) under
 // StateDir/spark, building it when no tree exists for the current digest:
 // mmdebstrap with SparkPackages, then the host's pyspark and py4j copied
@@ -128,8 +135,7 @@ func (b Builder) SparkBase(ctx context.Context) (string, error) {
 	}
 	root := filepath.Join(b.StateDir, "spark")
 	dir := filepath.Join(root, "base-"+digest)
-	done := filepath.Join(dir, strings.TrimPrefix(SparkPySparkDir, "/"), "pyspark", "bin", "spark-submit")
-	if _, err := os.Stat(done); err == nil {
+	if sparkTreeDone(dir) {
 		fmt.Fprintf(b.log(), "image spark: reusing the Spark tree %s\n", dir)
 		return dir, nil
 	}
@@ -184,7 +190,7 @@ func (b Builder) SparkBase(ctx context.Context) (string, error) {
 	// Compiled bytecode of the host's Python is of no use in the tree.
 	exec.CommandContext(ctx, "find", py, "-name", "__pycache__", "-type", "d", "-prune", "-exec", "rm", "-rf", "{}", "+").Run()
 	if err := os.Rename(target, dir); err != nil {
-		if _, serr := os.Stat(done); serr != nil { // not a concurrent build
+		if !sparkTreeDone(dir) { // not a concurrent build
 			return "", fmt.Errorf("spark image: %w", err)
 		}
 	}

@@ -19,7 +19,10 @@ import (
 // one instance count on that platform. The run goes on with the other
 // platforms and cells unless the runner fails fast.
 type Failure struct {
-	Cell   Cell
+	Cell Cell
+	// Label is the cell's workload as users read it (workload.Def.Label:
+	// the parameters that differ from their defaults); "" shows every one.
+	Label  string
 	Target string // the platform's label
 	Rep    int    // the repetition that failed (warm-ups are negative)
 	Class  string // ClassOOM, ClassTimeout, ClassHung, ClassUnsupported or ClassError
@@ -36,7 +39,11 @@ const (
 )
 
 func (f Failure) String() string {
-	return fmt.Sprintf("%s ×%d on %s (%s): %v", cellName(f.Cell), f.Cell.Instances, f.Target, repName(f.Rep), f.Err)
+	name := f.Label
+	if name == "" {
+		name = cellName(f.Cell)
+	}
+	return fmt.Sprintf("%s ×%d on %s (%s): %v", name, f.Cell.Instances, f.Target, repName(f.Rep), f.Err)
 }
 
 func cellName(c Cell) string {

@@ -305,7 +305,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 							// while being stopped is a consequence
 							return interrupted(ctx, where, err)
 						}
-						f := Failure{Cell: cell, Target: t.Label, Rep: rep, Class: classify(err), Err: err}
+						f := Failure{Cell: cell, Label: job.Def.Label(cell.Params), Target: t.Label, Rep: rep, Class: classify(err), Err: err}
 						r.record(ctx, t, job, n, f)
 						if r.FailFast {
 							return fmt.Errorf("%s: %w", where, err)

@@ -56,12 +56,10 @@ type spreadCell struct {
 	est time.Duration
 }
 
+// String is the cell as users read it: the workload with the parameters
+// that differ from their defaults (workload.Def.Label).
 func (c spreadCell) String() string {
-	name := c.job.Def.Name
-	if ps := c.job.Params.String(); ps != "" {
-		name += ":" + ps
-	}
-	return fmt.Sprintf("%s ×%d", name, c.n)
+	return fmt.Sprintf("%s ×%d", c.job.Def.Label(c.job.Params.String()), c.n)
 }
 
 // cellEstimate guesses how long a cell takes, to start the longest first:
