@@ -50,7 +50,8 @@ type Group struct {
 	// the directories charging memory and CPU time (v2: the one dir; v1:
 	// the memory hierarchy's, and cpuacct's or, co-mounted, cpu's)
 	mem, cpuacct string
-	devices      bool // Limits.Devices are in force
+	cpu          string // the cpu controller's directory (v2: the one dir)
+	devices      bool   // Limits.Devices are in force
 }
 
 const period = 100000
@@ -80,9 +81,9 @@ func New(name string, l Limits) (*Group, error) {
 			return nil, fmt.Errorf("cgroup: %w", err)
 		}
 		g.dirs = []string{dir}
-		g.mem, g.cpuacct = dir, dir
+		g.mem, g.cpuacct, g.cpu = dir, dir, dir
 		if l.CPUs > 0 {
-			if err := write(dir, "cpu.max", fmt.Sprintf("%d %d", int64(l.CPUs*period), period)); err != nil {
+			if err := g.setQuota(dir, l.CPUs); err != nil {
 				return fail(err)
 			}
 		}
@@ -138,11 +139,9 @@ func New(name string, l Limits) (*Group, error) {
 			g.cpuacct = dir
 		case "cpu":
 			g.cpuacct = dir // co-mounted as cpu,cpuacct, or until cpuacct's
+			g.cpu = dir
 			if l.CPUs > 0 {
-				if err := write(dir, "cpu.cfs_period_us", strconv.Itoa(period)); err != nil {
-					return fail(err)
-				}
-				if err := write(dir, "cpu.cfs_quota_us", strconv.FormatInt(int64(l.CPUs*period), 10)); err != nil {
+				if err := g.setQuota(dir, l.CPUs); err != nil {
 					return fail(err)
 				}
 			}
@@ -197,45 +196,26 @@ func (g *Group) ThreadQuota(sub string, cpus float64, tids []int) error {
 	if cpus <= 0 || len(tids) == 0 {
 		return fmt.Errorf("cgroup: a thread quota needs a positive number of CPUs and at least one thread")
 	}
-	quota := strconv.FormatInt(int64(cpus*period), 10)
-	var dir, threads string
+	if g.cpu == "" {
+		return errors.New("cgroup: the group has no directory in the cpu controller")
+	}
+	dir, threads := filepath.Join(g.cpu, sub), "tasks"
 	if g.v == 2 {
-		if len(g.dirs) == 0 {
-			return errors.New("cgroup: the group has no directory")
-		}
-		dir, threads = filepath.Join(g.dirs[0], sub), "cgroup.threads"
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("cgroup: %w", err)
-		}
+		threads = "cgroup.threads"
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("cgroup: %w", err)
+	}
+	if g.v == 2 {
 		if err := write(dir, "cgroup.type", "threaded"); err != nil {
 			return err
 		}
-		if err := write(g.dirs[0], "cgroup.subtree_control", "+cpu"); err != nil {
+		if err := write(g.cpu, "cgroup.subtree_control", "+cpu"); err != nil {
 			return err
 		}
-		if err := write(dir, "cpu.max", fmt.Sprintf("%s %d", quota, period)); err != nil {
-			return err
-		}
-	} else {
-		cpuDir := ""
-		for _, d := range g.dirs {
-			if strings.HasPrefix(d, filepath.Join(Root, "cpu")+string(filepath.Separator)) {
-				cpuDir = d
-			}
-		}
-		if cpuDir == "" {
-			return errors.New("cgroup: the group has no directory in the cpu controller")
-		}
-		dir, threads = filepath.Join(cpuDir, sub), "tasks"
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("cgroup: %w", err)
-		}
-		if err := write(dir, "cpu.cfs_period_us", strconv.Itoa(period)); err != nil {
-			return err
-		}
-		if err := write(dir, "cpu.cfs_quota_us", quota); err != nil {
-			return err
-		}
+	}
+	if err := g.setQuota(dir, cpus); err != nil {
+		return err
 	}
 	for _, t := range tids {
 		if err := write(dir, threads, strconv.Itoa(t)); err != nil {
@@ -243,6 +223,19 @@ func (g *Group) ThreadQuota(sub string, cpus float64, tids []int) error {
 		}
 	}
 	return nil
+}
+
+// setQuota gives cgroup dir a CFS quota of cpus CPUs per period: v2's
+// cpu.max, v1's cpu.cfs_period_us and cpu.cfs_quota_us.
+func (g *Group) setQuota(dir string, cpus float64) error {
+	quota := int64(cpus * period)
+	if g.v == 2 {
+		return write(dir, "cpu.max", fmt.Sprintf("%d %d", quota, period))
+	}
+	if err := write(dir, "cpu.cfs_period_us", strconv.Itoa(period)); err != nil {
+		return err
+	}
+	return write(dir, "cpu.cfs_quota_us", strconv.FormatInt(quota, 10))
 }
 
 // SwapUnavailable is the swap_limit fact of a memory limit on a kernel
