@@ -939,10 +939,11 @@ func (in *Instance) Exited() <-chan struct{} { return in.exited }
 // option quota='s CFS quota, after the guest booted (the boot runs
 // unlimited): the quota limits the guest's CPUs, as libvirt's vcpu_quota
 // does, and not QEMU's own threads (the main loop, I/O, RCU), whose time
-// on the host is the emulation's cost and not the guest's share. A quota
-// on the whole process read 0.435 and 0.216 of the unlimited rate for
-// quotas of 0.5 and 0.25 under TCG (bench/truth.sh): the emulator's
-// threads took the rest.
+// on the host is the emulation's cost and not the guest's share. Under
+// TCG the guest still does less than the quota's share of its unlimited
+// work (bench/truth.sh, 2 vCPUs: 0.411 and 0.182 for quotas of 0.5 and
+// 0.25; 0.435 and 0.216 with the quota on the whole process), so QEMU's
+// own threads were not what spent it; why is not known.
 func (in *Instance) quotaVCPUs() error {
 	tids, err := vcpuThreads(in.cmd.Process.Pid)
 	if err != nil {
