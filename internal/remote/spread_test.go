@@ -155,7 +155,7 @@ func TestSpreadSSHHostDies(t *testing.T) {
 		t.Errorf("exit status %d, want 1 (a failed cell)", code)
 	}
 	msg := errs.String()
-	if !strings.Contains(msg, "host "+b.url()+" lost during cpu:duration=0.3s,") || !strings.Contains(msg, "connection lost") {
+	if !strings.Contains(msg, "host "+b.url()+" lost during cpu:duration=0.3s ×") || !strings.Contains(msg, "connection lost") {
 		t.Errorf("stderr does not name the lost host %s, its cell and why", b.url())
 	}
 	cells := cellHosts(t, db)
