@@ -5,18 +5,11 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/agentproto"
+	"github.com/isobench/isobench/internal/workload"
 )
 
-// trackTick is how often a tracked count is sampled, and maxPoints how
-// many samples a timeline keeps: past it every other sample is dropped and
-// the tick doubles, so a long run costs the same few kilobytes.
-const (
-	trackTick = 20 * time.Millisecond
-	maxPoints = 2048
-)
-
-// tracker is the agent's workload.Tracker: one sampling goroutine per
-// tracked metric, whose timeline goes into the result event.
+// tracker is the agent's workload.Tracker: the timelines of the Counters
+// the workload tracked, which go into the result event.
 type tracker struct {
 	mu    sync.Mutex
 	lines []*agentproto.Timeline
@@ -53,69 +46,61 @@ func (t *tracker) origin(now int64, c0 float64) int64 {
 	return now
 }
 
-func (t *tracker) Track(metric string, count func() float64) (stop func()) {
-	now, c0 := agentproto.Monotonic(), count()
-	tl := &agentproto.Timeline{Metric: metric, Clock: []int64{t.origin(now, c0)}, Count: []float64{c0}}
-	quit := make(chan struct{})
-	finished := make(chan struct{})
-	var mu sync.Mutex // guards tl while the sampler runs
-	add := func() {
-		c, v := agentproto.Monotonic(), count()
-		mu.Lock()
-		defer mu.Unlock()
-		if n := len(tl.Count); v < tl.Count[n-1] {
-			v = tl.Count[n-1] // a count never falls
-		}
-		tl.Clock = append(tl.Clock, c)
-		tl.Count = append(tl.Count, v)
+// Track starts keeping c's points; stop turns them into one timeline per
+// rate on the agent's clock.
+func (t *tracker) Track(c *workload.Counter, rates ...workload.Rate) (stop func()) {
+	now, p0 := agentproto.Monotonic(), c.Record()
+	// the Counter's instants on this clock: read back to back
+	mono := func(d time.Duration) int64 { return now + int64(d-p0.At) }
+	tls := make([]*agentproto.Timeline, len(rates))
+	origins := make([]int64, len(rates))
+	for i, r := range rates {
+		tls[i] = &agentproto.Timeline{Metric: r.Metric}
+		origins[i] = t.origin(now, float64(p0.N)*r.Scale)
 	}
-	go func() {
-		defer close(finished)
-		tick := trackTick
-		timer := time.NewTimer(tick)
-		defer timer.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-timer.C:
-			}
-			add()
-			mu.Lock()
-			if len(tl.Clock) >= maxPoints {
-				thin(tl)
-				tick *= 2
-			}
-			mu.Unlock()
-			timer.Reset(tick)
-		}
-	}()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
-			close(quit)
-			<-finished
-			add()
+			pts := c.Points()
+			end := agentproto.Monotonic()
+			for i, tl := range tls {
+				fill(tl, pts, mono, rates[i].Scale, origins[i], end)
+			}
 		})
 	}
 	t.mu.Lock()
-	t.lines = append(t.lines, tl)
+	t.lines = append(t.lines, tls...)
 	t.stops = append(t.stops, stop)
 	t.mu.Unlock()
 	return stop
 }
 
-// thin keeps the first and last samples and every other one between.
-func thin(tl *agentproto.Timeline) {
-	n := len(tl.Clock)
-	c, v := tl.Clock[:0:0], tl.Count[:0:0]
-	for i := 0; i < n; i++ {
-		if i == 0 || i == n-1 || i%2 == 0 {
-			c = append(c, tl.Clock[i])
-			v = append(v, tl.Count[i])
+// fill makes tl from a Counter's points (the first is where tracking
+// began): it begins at origin, its instants are put on the agent's clock
+// by mono and kept strictly ascending (a point no later than the one
+// before is dropped, the one before keeping the larger count), its counts
+// scaled. A count that never grew ends at end.
+func fill(tl *agentproto.Timeline, pts []workload.Point, mono func(time.Duration) int64, scale float64, origin, end int64) {
+	tl.Clock = []int64{origin}
+	tl.Count = []float64{float64(pts[0].N) * scale}
+	for _, p := range pts[1:] {
+		at, v := mono(p.At), float64(p.N)*scale
+		n := len(tl.Clock)
+		switch {
+		case at > tl.Clock[n-1]:
+			tl.Clock = append(tl.Clock, at)
+			tl.Count = append(tl.Count, v)
+		case n > 1:
+			tl.Count[n-1] = max(tl.Count[n-1], v)
+		default: // no later than the origin: 1 ns after it
+			tl.Clock = append(tl.Clock, origin+1)
+			tl.Count = append(tl.Count, v)
 		}
 	}
-	tl.Clock, tl.Count = c, v
+	if len(tl.Clock) == 1 {
+		tl.Clock = append(tl.Clock, max(end, origin+1))
+		tl.Count = append(tl.Count, tl.Count[0])
+	}
 }
 
 // timelines returns what was tracked (each timeline with at least a
@@ -123,12 +108,13 @@ func thin(tl *agentproto.Timeline) {
 // then when the workload returned).
 func (t *tracker) timelines() []agentproto.Timeline {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, stop := range t.stops {
+	stops, lines := t.stops, t.lines
+	t.mu.Unlock()
+	for _, stop := range stops {
 		stop()
 	}
 	var out []agentproto.Timeline
-	for _, tl := range t.lines {
+	for _, tl := range lines {
 		if len(tl.Clock) >= 2 {
 			out = append(out, *tl)
 		}

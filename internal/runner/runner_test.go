@@ -445,10 +445,13 @@ func TestRatesOverTheCommonWindow(t *testing.T) {
 			if err := ready(); err != nil {
 				return nil, err
 			}
-			start := time.Now()
-			// 1000 units per second of wall time, counted as it goes
-			stop := workload.Track(ctx, "ops", func() float64 { return float64(time.Since(start).Milliseconds()) })
-			time.Sleep(300 * time.Millisecond)
+			// a unit of work every millisecond of wall time, counted as it goes
+			c := workload.NewCounter()
+			stop := workload.Track(ctx, c, workload.Rate{Metric: "ops", Scale: 1})
+			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+				time.Sleep(time.Millisecond)
+				c.Add(1)
+			}
 			stop()
 			return []sample.Metric{{Name: "ops", Value: 123, Unit: "ops/s", Better: sample.Higher, Agg: sample.Sum}}, nil
 		},

@@ -113,8 +113,8 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) ([]samp
 	if err := ready(); err != nil {
 		return nil, err
 	}
-	var completed atomic.Int64 // events done so far, for the common window
-	stop := workload.Track(ctx, "events_per_sec", func() float64 { return float64(completed.Load()) })
+	completed := workload.NewCounter() // events done so far, for the common window
+	stop := workload.Track(ctx, completed, workload.Rate{Metric: "events_per_sec", Scale: 1})
 	start := time.Now()
 	deadline := start.Add(dur)
 	results := make([]threadResult, threads)

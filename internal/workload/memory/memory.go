@@ -143,9 +143,10 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) ([]samp
 	if err := ready(); err != nil {
 		return nil, err
 	}
-	var completed atomic.Int64 // events done so far, for the common window
-	stopEvents := workload.Track(ctx, "events_per_sec", func() float64 { return float64(completed.Load()) })
-	stopMiB := workload.Track(ctx, "mib_per_sec", func() float64 { return float64(completed.Load()) * float64(bs) / (1 << 20) })
+	completed := workload.NewCounter() // events done so far, for the common window
+	stopTrack := workload.Track(ctx, completed,
+		workload.Rate{Metric: "events_per_sec", Scale: 1},
+		workload.Rate{Metric: "mib_per_sec", Scale: float64(bs) / (1 << 20)})
 	start := time.Now()
 	deadline := start.Add(dur)
 	var claimed atomic.Int64 // events handed out so far, bounded by totalEvents
@@ -192,8 +193,7 @@ func run(ctx context.Context, p workload.Params, ready workload.Barrier) ([]samp
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	stopEvents()
-	stopMiB()
+	stopTrack()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,88 @@
+package workload
+
+import (
+	"testing"
+	"time"
+)
+
+// A Counter keeps a point every Tick while it grows steadily and two
+// around every pause in its growth, and none before Record.
+func TestCounterPoints(t *testing.T) {
+	ms := time.Millisecond
+	var now time.Duration
+	c := NewCounterClock(func() time.Duration { return now })
+	c.Add(5) // before tracking: counted, no point
+	now = 10 * ms
+	if p := c.Record(); p != (Point{At: 10 * ms, N: 5}) {
+		t.Fatalf("Record returned %+v", p)
+	}
+	// steady growth every 0.5 ms from 10 to 50 ms: a point each Tick
+	for now < 50*ms {
+		now += ms / 2
+		c.Add(1)
+	}
+	// a pause to 300 ms (descheduled), then one more; a pause after
+	// growth between points keeps the count before it too
+	now = 300 * ms
+	c.Add(1)
+	now = 305 * ms
+	c.Add(1)
+	now = 400 * ms
+	c.Add(1)
+	pts := c.Points()
+	want := []Point{
+		{10 * ms, 5},
+		{30 * ms, 45},  // a Tick after the start
+		{50 * ms, 85},  // and another, which is also the count before the pause
+		{300 * ms, 86}, // after it
+		{305 * ms, 87}, // before the next pause
+		{400 * ms, 88},
+	}
+	if len(pts) != len(want) {
+		t.Fatalf("points %v, want %v", pts, want)
+	}
+	for i := range want {
+		if pts[i] != want[i] {
+			t.Fatalf("points %v, want %v", pts, want)
+		}
+	}
+	if c.Load() != 88 {
+		t.Errorf("Load %d, want 88", c.Load())
+	}
+}
+
+// Points ends at the last growth even between points.
+func TestCounterPointsEndAtTheLastGrowth(t *testing.T) {
+	ms := time.Millisecond
+	var now time.Duration
+	c := NewCounterClock(func() time.Duration { return now })
+	c.Record()
+	now = ms / 2
+	c.Add(1)
+	now = ms
+	c.Add(1)
+	pts := c.Points()
+	if last := pts[len(pts)-1]; last != (Point{At: ms, N: 2}) {
+		t.Fatalf("points %v end at %+v, want 2 at 1ms", pts, last)
+	}
+}
+
+func TestThinKeepsEndsAndHalves(t *testing.T) {
+	var pts []Point
+	for i := range 9 {
+		pts = append(pts, Point{At: time.Duration(i), N: int64(i)})
+	}
+	got := thin(pts)
+	want := []time.Duration{0, 2, 4, 6, 8}
+	if len(got) != len(want) {
+		t.Fatalf("thinned to %v", got)
+	}
+	for i, at := range want {
+		if got[i].At != at {
+			t.Fatalf("thinned to %v", got)
+		}
+	}
+	if got := thin([]Point{{0, 0}, {1, 1}, {2, 2}, {3, 3}}); got[len(got)-1].At != 3 {
+		t.Fatalf("the last point was dropped: %v", got)
+	}
+}
