@@ -448,9 +448,13 @@ func TestRatesOverTheCommonWindow(t *testing.T) {
 			// a unit of work every millisecond of wall time, counted as it goes
 			c := workload.NewCounter()
 			stop := workload.Track(ctx, c, workload.Rate{Metric: "ops", Scale: 1})
-			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+			start, done := time.Now(), int64(0)
+			for time.Since(start) < 300*time.Millisecond {
 				time.Sleep(time.Millisecond)
-				c.Add(1)
+				if ms := time.Since(start).Milliseconds(); ms > done {
+					c.Add(ms - done) // a unit per elapsed millisecond, however late the sleep
+					done = ms
+				}
 			}
 			stop()
 			return []sample.Metric{{Name: "ops", Value: 123, Unit: "ops/s", Better: sample.Higher, Agg: sample.Sum}}, nil
