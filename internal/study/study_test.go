@@ -231,7 +231,7 @@ func TestScaleSelectorKeys(t *testing.T) {
 func TestServiceExperimentsAreRunnable(t *testing.T) {
 	reg := builtin.Workloads()
 	want := map[string][]string{
-		"002": {"  startup ", "  footprint:service=apache", "  scp:file=4m ", "  scp:clients=2,", "neighbours=1,", "tree=50/1m", "  wget:", "  smb:"},
+		"002": {"  startup ", "  footprint:service=apache", "  scp:file=4m,link=100mbit ", "  scp:clients=2,", "neighbours=1,", "tree=50/1m", "  wget:", "  smb:"},
 		"003": {"  redis:", "connections=16", "  oltp:", "test=oltp_read_write", "threads=16", "  spark-cluster:", "job=kmeans"},
 		"004": {"  http:", "server=apache", "users=8000", "  ftp:", "  smtp:"},
 	}

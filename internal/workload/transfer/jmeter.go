@@ -77,7 +77,7 @@ func (r *run) jmeterClient(s *server, dir string, cr *clientResult) (func(contex
 			return err
 		}
 		var out bytes.Buffer
-		cmd := exec.CommandContext(ctx, jmeter.Binary, jmeter.Args(planFile, jtl, filepath.Join(work, "jmeter.log"))...)
+		cmd := r.command(ctx, append([]string{jmeter.Binary}, jmeter.Args(planFile, jtl, filepath.Join(work, "jmeter.log"))...)...)
 		cmd.Env = env
 		cmd.Dir = work
 		cmd.Stdout, cmd.Stderr = &out, &out

@@ -84,6 +84,7 @@ import (
 
 	"github.com/isobench/isobench/internal/agenthost"
 	"github.com/isobench/isobench/internal/dataset"
+	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/par"
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
@@ -119,6 +120,7 @@ func params(directions ...string) []workload.Param {
 		{Name: "clients", Kind: workload.Int, Default: "1", Min: 1, Max: 64, Help: "concurrent clients against each instance (study 002: 2 clients, 1 environment)"},
 		{Name: "neighbours", Kind: workload.Int, Default: "0", Min: 0, Max: 64, Help: "more instances of the platform beside the measured ones (study 002: a second environment active)"},
 		{Name: "neighbours-busy", Kind: workload.Bool, Default: "false", Help: "neighbours run the same server with a client of their own moving the same data all the time; false: idle"},
+		{Name: "link", Kind: workload.String, Default: "", Help: "clients in a network namespace of their own on isobench's bridge, behind a link of this rate both ways (tc tbf; e.g. 100mbit, study 002's 100 Mb Ethernet; every client shares it); empty: clients on the host"},
 		{Name: "inject", Kind: workload.Enum, Enum: []string{InjectNone, InjectTruncate, InjectServer}, Default: InjectNone, Help: "testing: truncate one received file before verification, or one file on the server; the run must fail"},
 	}
 }
@@ -147,7 +149,11 @@ func def(name, help string, client, server workload.Tool, directions ...string) 
 			// neighbour to come up
 			bytes, nodes := sizeOf(p)
 			clients := float64(max(1, p.Int("clients")))
-			return workload.Seconds(1 + float64(p.Int("neighbours")) + clients*(bytes/80e6+nodes*3e-3) + bytes/500e6)
+			move := clients * bytes / 80e6
+			if rate, err := hostnet.ParseRate(p.Str("link")); err == nil && p.Str("link") != "" {
+				move = max(move, clients*bytes*8/float64(rate)) // the clients share the link
+			}
+			return workload.Seconds(1 + float64(p.Int("neighbours")) + move + clients*nodes*3e-3 + bytes/500e6)
 		},
 		Params: params(directions...),
 		Derive: func(p workload.Params) map[string]string {
@@ -160,6 +166,11 @@ func def(name, help string, client, server workload.Tool, directions ...string) 
 			if p.Str("file") != "" && p.Str("tree") != "" {
 				return errors.New("give file or tree, not both")
 			}
+			if l := p.Str("link"); l != "" {
+				if _, err := hostnet.ParseRate(l); err != nil {
+					return err
+				}
+			}
 			_, err := dataSpec(p)
 			return err
 		},
@@ -170,7 +181,11 @@ func def(name, help string, client, server workload.Tool, directions ...string) 
 			ds, _ := dataSpec(p)
 			// 5 MB/s per client at the least, plus setup
 			b := ds.Size * int64(p.Int("clients"))
-			return 10*time.Minute + time.Duration(b/(5<<20))*time.Second + time.Duration(ds.Nodes/5)*time.Second
+			slowest := int64(5 << 20)
+			if rate, err := hostnet.ParseRate(p.Str("link")); err == nil && p.Str("link") != "" {
+				slowest = min(slowest, max(int64(rate/8/2), 1)) // half the link's rate
+			}
+			return 10*time.Minute + time.Duration(b/slowest)*time.Second + time.Duration(ds.Nodes/5)*time.Second
 		},
 	}
 }
@@ -269,6 +284,9 @@ type run struct {
 	// smb password): on its stdin, never in its argv
 	sec map[string]string
 
+	// cnet is where the clients run when link= is given (nil: the host)
+	cnet *hostnet.ClientNet
+
 	mu    sync.Mutex
 	insts []platform.Instance
 }
@@ -294,6 +312,16 @@ func hostRun(ctx context.Context, proto string, p workload.Params, env workload.
 	defer os.RemoveAll(tmp)
 	r := &run{proto: proto, p: p, env: env, ds: ds, tmp: tmp}
 	defer r.closeAll(ctx)
+	if l := p.Str("link"); l != "" {
+		rate, err := hostnet.ParseRate(l)
+		if err != nil {
+			return nil, err
+		}
+		if r.cnet, err = hostnet.NewClientNet(ctx, hostnet.Default(""), fmt.Sprintf("transfer-clients-%d", os.Getpid()), rate); err != nil {
+			return nil, fmt.Errorf("transfer %s: %w", proto, err)
+		}
+		defer r.cnet.Close(context.WithoutCancel(ctx))
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	return r.do(ctx)
@@ -441,6 +469,11 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	// on the isobench network, loopback where the instance shares the
 	// host's network (native, network=host), never every interface
 	bind := addr
+	if r.cnet != nil && ip.IsLoopback() {
+		// clients in a namespace of their own reach the host's network on
+		// the bridge's gateway address
+		bind = r.cnet.Gateway().String()
+	}
 	dial, err := platform.Endpoint(ctx, in, s.port)
 	if err != nil {
 		return nil, fmt.Errorf("transfer %s: %w", r.proto, err)
@@ -450,6 +483,9 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 		return nil, fmt.Errorf("transfer %s: endpoint %q: %w", r.proto, dial, err)
 	}
 	s.host = h
+	if hip := net.ParseIP(h); r.cnet != nil && hip != nil && hip.IsLoopback() {
+		s.host = r.cnet.Gateway().String()
+	}
 	if hp, _ := strconv.Atoi(ps); hp != s.port {
 		if r.proto == FTP {
 			return nil, fmt.Errorf("transfer ftp: published ports (network=nat) are not supported: FTP's passive data connections go to the instance's own address")
@@ -794,6 +830,9 @@ func (r *run) results(outs []clientOut, ready [][]sample.Metric, network string)
 		if nb > 0 {
 			tags["neighbours_busy"] = strconv.FormatBool(busy)
 		}
+		if r.cnet != nil {
+			tags["client_on"] = "netns " + r.cnet.Addr.String() + " behind " + r.p.Str("link")
+		}
 		res = append(res, workload.InstanceResult{Instance: k, Metrics: ms, Tags: tags})
 	}
 	return res
@@ -908,7 +947,7 @@ func (r *run) prepareClient(s *server, j int, dir string, cr *clientResult) (fun
 	}
 	return func(ctx context.Context) error {
 		var out bytes.Buffer
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd := r.command(ctx, argv...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		cmd.Stdin = nil
 		cmd.WaitDelay = 5 * time.Second
@@ -921,6 +960,15 @@ func (r *run) prepareClient(s *server, j int, dir string, cr *clientResult) (fun
 		}
 		return nil
 	}, nil
+}
+
+// command is a client's argv, run where the clients run: on the host, or
+// in their own network namespace (link=).
+func (r *run) command(ctx context.Context, argv ...string) *exec.Cmd {
+	if r.cnet != nil {
+		return r.cnet.Command(ctx, argv...)
+	}
+	return exec.CommandContext(ctx, argv[0], argv[1:]...)
 }
 
 func bracket(h string) string {
