@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"testing"
 
 	"github.com/isobench/isobench/internal/platform"
 )
@@ -54,4 +55,14 @@ func CleanPods(ctx context.Context, w io.Writer, kubeconfig string, dead func(to
 // clean applies n.leftovers.
 func (n node) clean(ctx context.Context, w io.Writer, dryRun bool) error {
 	return apply(ctx, w, n.leftovers(), nil, dryRun)
+}
+
+// TestSweepOnlyForClean: the sweep before a run (SweepEnv.Clean false)
+// lists nothing: it asks no cluster and looks at no node.
+func TestSweepOnlyForClean(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent/isobench-test-kubeconfig")
+	found, err := Sweep(context.Background(), platform.SweepEnv{})
+	if err != nil || len(found) != 0 {
+		t.Errorf("without Clean: %v, %v; want nothing", found, err)
+	}
 }
