@@ -3,8 +3,8 @@
 // run` does before it starts.
 //
 // What isobench creates, by platform, and how it is named:
-//   - Platforms whose factory has a Sweep (platform.Factory.Sweep, given
-//     in Options.Platforms) list what they leave themselves: Docker and
+//   - Every platform's factory has a Sweep (platform.Factory.Sweep, given
+//     in Options.Platforms) that lists what it leaves: Docker and
 //     Podman their containers labelled isobench=1 and isobench.run=<the
 //     run's token>, with Podman's volume and log files under the state
 //     directory (podman-volumes/<name>, podman-logs/<name>.log); LXD its
@@ -20,13 +20,18 @@
 //     (ids isob-<code><hex>, without the run's token), each with its
 //     engine's processes, its runtime's state, its instance directory and
 //     overlay mount, its network namespace, veth and cgroups and what
-//     else the engine keeps. This package decides whose run is dead (by
-//     run token, by the platform's own verdict, Leftover.Judge: a VM's by
-//     its owner's pid, or, for an instance without a token, by what it
-//     left: traceDead) and removes them (scanSweeps), with the bridge
-//     leases of the instances found dead.
-//   - native: scratch directories $TMPDIR/isobench-native/<name>-<rand>,
-//     cgroups isobench/<that directory's name>, and the agent processes.
+//     else the engine keeps.
+//     Native its scratch directories $TMPDIR/isobench-native/<name>-<rand>
+//     (SweepEnv.TempDirs), their cgroups and orphaned agents; docker-in-vm
+//     its VM, a QEMU VM (listed once when qemu lists it too); Kubernetes,
+//     for 'isobench clean' only (Options.Clean), this host's pods on a
+//     reachable cluster and what a dead local cluster's runtimes left.
+//     This package names no platform: it takes the registry.
+//     It decides whose run is dead (by run token, by the platform's own
+//     verdict, Leftover.Judge: a VM's by its owner's pid, or, for an
+//     instance without a token, by what it left: traceDead) and removes
+//     them (scanSweeps), with the bridge leases of the instances found
+//     dead.
 //   - the bridge isobr0, its FORWARD rule and the leases (package hostnet).
 //
 // What is found on the host is input any local user may have planted:
@@ -77,12 +82,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isobench/isobench/internal/cgroup"
-	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/privdir"
 	"github.com/isobench/isobench/internal/runrec"
 )
 
@@ -125,8 +127,11 @@ type Options struct {
 	// StateDirs are searched besides those in run records (the default
 	// state directory, --state-dir).
 	StateDirs []string
-	// TempDirs likewise for native scratch ($TMPDIR).
+	// TempDirs likewise for native scratch ($TMPDIR; SweepEnv.TempDirs).
 	TempDirs []string
+	// Clean says this is 'isobench clean', not the sweep before a run
+	// (SweepEnv.Clean: a platform may then look farther, a cluster).
+	Clean bool
 	// QEMUDir is where this package's tests put QEMU run directories
 	// (the registry they search when Platforms is nil sweeps there); the
 	// qemu platform's own Sweep searches vmowner.Base().
@@ -157,18 +162,10 @@ func Scan(ctx context.Context, o Options) (*Plan, error) {
 		}
 	}
 	w.scanSweeps(ctx, p)
-	w.scanNative(p)
 	w.scanLeases(p)
 	w.scanBridge(p)
 	sort.SliceStable(p.Objects, func(i, j int) bool { return p.Objects[i].order < p.Objects[j].order })
 	return p, nil
-}
-
-// Judge returns how Scan decides whether an object carrying a run token
-// ("" for none) belongs to no live run, and why: for objects this package
-// does not list itself (the k8s platform's pods on a cluster).
-func Judge(o Options) func(token string) (dead bool, why string) {
-	return newWorld(o).tokenDead
 }
 
 // Remove removes the plan's objects in order (processes and containers
@@ -355,15 +352,6 @@ func procs() map[int]*proc {
 	return out
 }
 
-// killTree kills pid's descendants, then pid (runrec.KillTree).
-func (w *world) killTree(pid int) error {
-	parent := make(map[int]int, len(w.procs))
-	for _, p := range w.procs {
-		parent[p.pid] = p.ppid
-	}
-	return runrec.KillTree(pid, parent)
-}
-
 func (w *world) leaseOf(owner string) (hostnet.LeaseInfo, bool) {
 	for _, l := range w.leases {
 		if l.Owner == owner {
@@ -391,26 +379,6 @@ const (
 	orderLease
 	orderBridge
 )
-
-// cgroupDirs lists the cgroups isobench/* on every hierarchy (native
-// scratch directories' are named as the directory).
-func cgroupDirs() []string {
-	var out []string
-	for _, pat := range []string{"/sys/fs/cgroup/isobench/*", "/sys/fs/cgroup/*/isobench/*"} {
-		m, _ := filepath.Glob(pat)
-		for _, d := range m {
-			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-				out = append(out, d)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// rmCgroup removes a cgroup directory and its child groups, deepest first,
-// killing what still runs in them.
-func rmCgroup(dir string) error { return cgroup.RemoveDir(dir) }
 
 // runToken is the token in an instance name "r<run id><token>-<seq>".
 var runToken = regexp.MustCompile(`r\d+([0-9a-f]{6})-\d+`)
@@ -447,13 +415,14 @@ func (w *world) scanSweeps(ctx context.Context, p *Plan) {
 	if reg == nil && testPlatforms != nil {
 		reg = testPlatforms(w.o)
 	}
+	listed := map[string]bool{} // Leftover.String of what was listed
 	for _, name := range reg.Names() {
 		f := reg[name]
 		if f.Sweep == nil {
 			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, listTimeout)
-		found, err := f.Sweep(lctx, platform.SweepEnv{StateDirs: w.stateDirs})
+		found, err := f.Sweep(lctx, platform.SweepEnv{StateDirs: w.stateDirs, TempDirs: w.tempDirs, Clean: w.o.Clean})
 		cancel()
 		if err != nil {
 			p.Kept = append(p.Kept, Kept{name, "instances", fmt.Sprintf("cannot list: %v", err)})
@@ -462,6 +431,12 @@ func (w *world) scanSweeps(ctx context.Context, p *Plan) {
 		type verdict struct {
 			dead bool
 			why  string
+		}
+		// what an earlier platform's Sweep listed too (docker-in-vm's VMs
+		// are QEMU's) is that platform's
+		found = slices.DeleteFunc(found, func(l platform.Leftover) bool { return listed[l.String()] })
+		for _, l := range found {
+			listed[l.String()] = true
 		}
 		instances := map[string]platform.Leftover{}
 		pids := map[string][]int{} // an instance's processes
@@ -602,66 +577,6 @@ func orderOf(kind string) int {
 		return orderCgroup
 	}
 	return orderDir
-}
-
-// scanNative finds native scratch directories, their cgroups and agents.
-func (w *world) scanNative(p *Plan) {
-	for _, td := range w.tempDirs {
-		base := filepath.Join(td, "isobench-native")
-		if _, err := os.Lstat(base); os.IsNotExist(err) {
-			continue
-		}
-		if err := privdir.Check(base); err != nil {
-			p.Kept = append(p.Kept, Kept{"native-dir", base, fmt.Sprintf("not searched: %v", err)})
-			continue
-		}
-		es, _ := os.ReadDir(base)
-		for _, e := range es {
-			dir := filepath.Join(base, e.Name())
-			if !e.IsDir() || e.Type()&os.ModeSymlink != 0 {
-				p.Kept = append(p.Kept, Kept{"native-dir", dir, "not a directory"})
-				continue
-			}
-			token := ""
-			if m := runToken.FindStringSubmatch(e.Name()); m != nil && strings.HasPrefix(e.Name(), m[0]) {
-				token = m[1]
-			}
-			dead, why := w.tokenDead(token)
-			if !dead {
-				if why != "" {
-					p.Kept = append(p.Kept, Kept{"native-dir", dir, why})
-				}
-				continue
-			}
-			// its agents: processes whose scratch directory it is
-			for _, pr := range w.procs {
-				if pr.pid == w.self || !orphanOrDead(w, pr) {
-					continue
-				}
-				if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pr.pid)); strings.Contains(string(env), guestenv.ScratchEnv+"="+dir+"\x00") {
-					pid := pr.pid
-					p.Objects = append(p.Objects, Object{Kind: "process", Name: fmt.Sprintf("%d %s", pid, strings.Join(pr.argv, " ")), Owner: dir, order: orderProcess, rm: func(context.Context) error { return w.killTree(pid) }})
-				}
-			}
-			for _, c := range cgroupDirs() {
-				if filepath.Base(c) == e.Name() {
-					c := c
-					p.Objects = append(p.Objects, Object{Kind: "cgroup", Name: c, Owner: dir, order: orderCgroup, rm: func(context.Context) error { return rmCgroup(c) }})
-				}
-			}
-			p.Objects = append(p.Objects, Object{Kind: "dir", Name: dir, Why: why, order: orderDir, rm: func(context.Context) error { return os.RemoveAll(dir) }})
-		}
-	}
-}
-
-// orphanOrDead: a process whose parent is init or a process that is not
-// isobench (an agent whose isobench died).
-func orphanOrDead(w *world, pr *proc) bool {
-	if pr.ppid == 1 {
-		return true
-	}
-	pp := w.procs[pr.ppid]
-	return pp == nil
 }
 
 // scanLeases finds leases whose process died: of instances found dead,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -240,5 +241,42 @@ func TestScanUntokenedLeftovers(t *testing.T) {
 	}
 	if strings.Join(removed, ",") != "process 1,container 1,netns 2,dir 2" {
 		t.Errorf("removed %v", removed)
+	}
+}
+
+// TestScanSweepsOnce: what two platforms' Sweeps both list (docker-in-vm's
+// VM is a QEMU VM) is planned once, and every Sweep gets the temporary
+// directories and whether this is 'isobench clean' (SweepEnv).
+func TestScanSweepsOnce(t *testing.T) {
+	var envs []platform.SweepEnv
+	sweep := func(ctx context.Context, env platform.SweepEnv) ([]platform.Leftover, error) {
+		envs = append(envs, env)
+		return []platform.Leftover{{Kind: "dir", Name: "/twice/vm", Judge: func() (bool, string) { return true, "gone" }, Remove: func(context.Context) error { return nil }}}, nil
+	}
+	reg := platform.NewRegistry(platform.Factory{Name: "vm-a", Sweep: sweep}, platform.Factory{Name: "vm-b", Sweep: sweep})
+	temp := t.TempDir()
+	for _, clean := range []bool{false, true} {
+		envs = nil
+		p, err := Scan(context.Background(), Options{Platforms: reg, RecordDir: t.TempDir(), TempDirs: []string{temp}, Clean: clean})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, o := range p.Objects {
+			if o.Name == "/twice/vm" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("planned %d times, want once", n)
+		}
+		if len(envs) != 2 {
+			t.Fatalf("%d sweeps, want 2", len(envs))
+		}
+		for _, e := range envs {
+			if e.Clean != clean || !slices.Contains(e.TempDirs, temp) {
+				t.Errorf("SweepEnv %+v: want Clean %v and temp dir %s", e, clean, temp)
+			}
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/cleanup"
-	"github.com/isobench/isobench/internal/platform/k8s"
 	"github.com/isobench/isobench/internal/runrec"
 	"github.com/isobench/isobench/internal/store"
 )
@@ -44,14 +43,9 @@ func cmdClean(ctx context.Context, st *State, args []string) error {
 		}
 	}
 	ctx = context.WithoutCancel(ctx)
-	opts := cleanup.Options{StateDirs: []string{st.stateDir(*stateDir)}, Platforms: st.Platforms}
-	judge := cleanup.Judge(opts) // before Clean ends the dead runs' records
-	err := cleanup.Clean(ctx, st.Stdout, opts, *dry)
-	// isobench pods of dead runs on a reachable cluster (none: nothing said)
-	err = errors.Join(err, k8s.CleanPods(ctx, st.Stdout, "", judge, *dry))
-	// what the local cluster's RuntimeClasses left when it died (shims,
-	// sandboxes, mounts, veths; a running cluster owns them: nothing said)
-	err = errors.Join(err, k8s.CleanNode(ctx, st.Stdout, *dry))
+	// every platform's Sweep, with Clean: also this host's pods on a
+	// reachable cluster and what a dead local cluster's runtimes left
+	err := cleanup.Clean(ctx, st.Stdout, cleanup.Options{StateDirs: []string{st.stateDir(*stateDir)}, Platforms: st.Platforms, Clean: true}, *dry)
 	if *db != "" && !*dry {
 		var oerr error
 		if s, oerr = store.Open(ctx, *db); oerr != nil {

@@ -55,9 +55,9 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	if err != nil {
 		return err
 	}
-	cannot, err := preflight(plan)
+	cannot, err := runner.Preflight(plan)
 	if err != nil {
-		return err
+		return refusal(err)
 	}
 	for _, c := range cannot {
 		fmt.Fprintf(st.Stderr, "plan: %s\n", c)
@@ -104,7 +104,7 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	}
 	st.runStarted(ctx, rec, s, runID)
 	for _, c := range cannot {
-		recordCannot(ctx, s, runID, c)
+		runner.RecordCannot(ctx, s, runID, c)
 	}
 	if plan.Duet {
 		fmt.Fprintf(st.Stderr, "duet: %s and %s run each repetition at the same time, on cpus %s and %s, swapped every repetition\n", plan.Targets[0].Label, plan.Targets[1].Label, plan.DuetCPUs[0], plan.DuetCPUs[1])
@@ -117,7 +117,7 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 	r.Barrier = st.Getenv("ISOBENCH_BARRIER")
 	disp := progress.New(st.Stderr, st.StderrTTY)
 	skipped := 0
-	r.Skip = skipper(plan, cannot, finished, &skipped)
+	r.Skip = runner.Skipper(plan, cannot, finished, &skipped)
 	r.Progress = progressFunc(disp, *f.quiet, &skipped, st.Workloads.Label)
 	var runErr error
 	if spreader != nil {

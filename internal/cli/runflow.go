@@ -234,15 +234,9 @@ func (st *State) beginRun(ctx context.Context, s *store.Store, resumed *store.Ru
 		return runID, finished, nil
 	}
 	runID = resumed.ID
-	if err := s.Reopen(ctx, runID); err != nil {
-		return runID, finished, usage("--resume %d: %v", runID, err)
-	}
-	dropped, err := s.DropUnfinished(ctx, runID)
+	finished, dropped, err := runner.Resume(ctx, s, runID)
 	if err != nil {
-		return runID, finished, err
-	}
-	if finished, err = s.FinishedReps(ctx, runID); err != nil {
-		return runID, finished, err
+		return runID, finished, refusal(err)
 	}
 	fmt.Fprintf(st.Stderr, "resuming run %d: %d repetitions are in the store already\n", runID, len(finished))
 	if dropped > 0 {
@@ -260,7 +254,7 @@ type runEnd struct {
 	study       Study
 	fingerprint map[string]string
 	resumed     *store.Run // nil for a new run
-	cannot      []cannotRun
+	cannot      []runner.CannotRun
 	spread      bool
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"github.com/isobench/isobench/internal/runner"
 	"maps"
 	"math/rand"
 	"os"
@@ -204,7 +205,7 @@ func TestPlanBaselineAndPreflight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cannot, err := preflight(plan)
+	cannot, err := runner.Preflight(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestPlanBaselineAndPreflight(t *testing.T) {
 	if plan, _, err = st.plan(&study); err != nil {
 		t.Fatal(err)
 	}
-	if cannot, err = preflight(plan); err != nil || len(cannot) != 1 || cannot[0].Target != "gvisor" || !strings.Contains(cannot[0].Why, "has no server") {
+	if cannot, err = runner.Preflight(plan); err != nil || len(cannot) != 1 || cannot[0].Target != "gvisor" || !strings.Contains(cannot[0].Why, "has no server") {
 		t.Fatalf("redis on the spark image: cannot run %v, %v; want gvisor left out", cannot, err)
 	}
 	study = Study{Platforms: []string{"runc:network=none"}, Workloads: []string{"tcp-rr"}}
@@ -230,7 +231,7 @@ func TestPlanBaselineAndPreflight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := preflight(plan); err == nil || !strings.Contains(err.Error(), "network=none") {
+	if _, err := runner.Preflight(plan); err == nil || !strings.Contains(err.Error(), "network=none") {
 		t.Fatalf("a plan where nothing can run: %v", err)
 	}
 	// The run itself stops before anything starts, with one line.
@@ -395,7 +396,7 @@ func TestHostTrait(t *testing.T) {
 	plan.Targets[0].Name, plan.Targets[0].Label = "myhost", "myhost"
 	plan.Targets[0].Base.Network = "none"
 	plan.Targets[1].Base.Network = "none"
-	cannot, err := preflight(plan)
+	cannot, err := runner.Preflight(plan)
 	if err != nil {
 		t.Fatal(err)
 	}

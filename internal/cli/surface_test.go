@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"github.com/isobench/isobench/internal/runner"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,7 +57,7 @@ func TestPreflightReadsTheWorkloadsTraits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cannot, err := preflight(plan)
+	cannot, err := runner.Preflight(plan)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,8 +45,8 @@ type Factory struct {
 	// 'isobench clean' and the sweep before a run (package cleanup
 	// decides which belong to dead runs and removes those) and for the
 	// platform's own tests' leftover check: one description of what it
-	// creates. nil: the platform leaves nothing package cleanup does not
-	// find by itself (native's scratch directories, see its doc).
+	// creates. Every built-in platform declares one (builtin's test
+	// checks it); NoLeftovers says it leaves nothing on this host.
 	Sweep func(ctx context.Context, env SweepEnv) ([]Leftover, error)
 	// Image, when set, is the image profile the platform's instances
 	// need with options o ("" when the run's will do): a system container

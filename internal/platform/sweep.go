@@ -9,6 +9,14 @@ type SweepEnv struct {
 	// runs that may have left something: the recorded runs' and those the
 	// user names).
 	StateDirs []string
+	// TempDirs are the temporary directories to search ($TMPDIR of the
+	// recorded runs and of this process): native's scratch directories.
+	TempDirs []string
+	// Clean says the sweep is 'isobench clean' itself, not the one before
+	// a run: a platform may also look where asking takes seconds or is
+	// not this run's business (a cluster's API server, a local cluster's
+	// node).
+	Clean bool
 }
 
 // Leftover is one thing a platform's instances may have left on this
@@ -57,3 +65,7 @@ type Leftover struct {
 
 // String is how a test lists it: "KIND NAME".
 func (l Leftover) String() string { return l.Kind + " " + l.Name }
+
+// NoLeftovers is the Sweep of a platform whose instances leave nothing on
+// this host that another platform's Sweep does not list.
+func NoLeftovers(context.Context, SweepEnv) ([]Leftover, error) { return nil, nil }

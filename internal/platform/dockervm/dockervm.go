@@ -77,6 +77,11 @@ var Factory = platform.Factory{
 	OwnCPUs: true,
 	// Once: the VM boots (minutes under TCG; an 8 GB VM took 1.5 to 4.7 min here)
 	Cost: platform.Cost{Instance: 3 * time.Second, Once: 3 * time.Minute},
+	// what is left on this host is the VM (its run directory, processes,
+	// tap, disk, cgroup): a QEMU VM as qemu's Sweep lists it (the
+	// containers died with it); with qemu registered too, package cleanup
+	// lists each once
+	Sweep: qemu.Sweep,
 }
 
 // DockerTimeout bounds the wait for dockerd in a booted guest. It is a

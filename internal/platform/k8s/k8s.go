@@ -29,7 +29,7 @@
 // (isobench.k8s.session) and the host that made them (isobench.k8s.host);
 // Close removes an instance's pod and Platform.Close every pod of the
 // session, so pods left by an interrupted Create go too; `isobench clean`
-// removes those of dead runs (CleanPods).
+// removes those of dead runs (the factory's Sweep, sweep.go).
 package k8s
 
 import (
@@ -69,6 +69,9 @@ var Factory = platform.Factory{
 	Extra: []string{"runtime", "node", "namespace", "kubeconfig", "containerd", "image", "pending"},
 	New:   New,
 	Cost:  platform.Cost{Instance: 3 * time.Second},
+	// this host's pods on the cluster and what the local cluster's
+	// runtimes left when it died, for 'isobench clean' (sweep.go)
+	Sweep: Sweep,
 }
 
 // Platform is the k8s platform.
@@ -308,11 +311,11 @@ func (p *Platform) deleteByLabel(ctx context.Context, ns, selector string) error
 	return nil
 }
 
-// Sweep removes the pods labelled isobench=1 (and matching the extra
+// DeletePods removes the pods labelled isobench=1 (and matching the extra
 // selector, e.g. "isobench.run=TOKEN") from the namespace of the cluster
 // kubeconfig names ("" picks the usual places): what an interrupted run
 // left.
-func Sweep(ctx context.Context, kubeconfig, namespace, selector string) error {
+func DeletePods(ctx context.Context, kubeconfig, namespace, selector string) error {
 	o := platform.Options{Extra: map[string]string{"kubeconfig": kubeconfig, "namespace": namespace}}
 	p, err := NewPlatform(o, platform.Env{})
 	if err != nil {

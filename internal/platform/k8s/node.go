@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/hostos"
+	"github.com/isobench/isobench/internal/platform"
 )
 
 // LocalRun is the run directory of the local cluster (scripts/start-k8s.sh's
@@ -32,7 +32,7 @@ const localBridge = "cni-isob0"
 // runc's and gVisor's (runsc).
 var shimNames = map[string]bool{"containerd-shim-runc-v2": true, "containerd-shim-runsc-v1": true}
 
-// node is the host as CleanNode sees it (tests give their own).
+// node is the host as leftovers sees it (tests give their own).
 type node struct {
 	proc      string // the proc file system: /proc
 	sock      string // the cluster's containerd socket
@@ -64,43 +64,36 @@ func hostNode() node {
 	}
 }
 
-// CleanNode is `isobench clean` for the node of the local cluster
-// (scripts/start-k8s.sh) when that cluster died without `start-k8s.sh
-// stop`: with its containerd gone (its socket answers no one), the kubelet
-// and containerd no longer remove what the RuntimeClasses runc and gvisor
-// keep for their pods, and it removes it: the runtime shims that served
-// that containerd (containerd-shim-runc-v2, containerd-shim-runsc-v1, with
-// -address naming its socket) and every process below them (the pods'
-// containers, runsc's sandboxes and gofers), the mounts under the
-// cluster's run directory (the containers' root file systems, runsc's
-// null-netns pin of its shared network namespace), the runtimes' state
-// there (runc, runsc), the pods' network namespaces (the /run/netns/cni-*
-// its sandboxes' OCI specs name) and veths on the cluster's bridge. One line
-// per object on w ("removed ...", "would remove ..." with dryRun). With
-// the containerd running, or no local cluster, it does nothing and says
-// nothing: the cluster owns them.
-func CleanNode(ctx context.Context, w io.Writer, dryRun bool) error {
-	return hostNode().clean(ctx, w, dryRun)
-}
-
-func (n node) clean(ctx context.Context, w io.Writer, dryRun bool) error {
+// leftovers lists, for 'isobench clean' (Sweep), what the node of the
+// local cluster (scripts/start-k8s.sh) keeps when that cluster died
+// without `start-k8s.sh stop`: with its containerd gone (its socket
+// answers no one), the kubelet and containerd no longer remove what the
+// RuntimeClasses runc and gvisor keep for their pods. In removal order:
+// the runtime shims that served that containerd (containerd-shim-runc-v2,
+// containerd-shim-runsc-v1, with -address naming its socket), each after
+// every process below it (the pods' containers, runsc's sandboxes and
+// gofers, children first), the mounts under the cluster's run directory
+// (the containers' root file systems, runsc's null-netns pin of its shared
+// network namespace), the runtimes' state there (runc, runsc), the pods'
+// network namespaces (the /run/netns/cni-* its sandboxes' OCI specs name)
+// and veths on the cluster's bridge. Each is dead by the platform's own
+// verdict (Leftover.Judge: the local cluster's containerd is gone). With
+// the containerd running, or no local cluster, it lists nothing: the
+// cluster owns them.
+func (n node) leftovers() []platform.Leftover {
 	if _, err := os.Stat(n.run); err != nil {
 		return nil // no local cluster ever ran here (or it was stopped)
 	}
 	if n.alive(n.sock) {
 		return nil
 	}
-	why := "the local cluster's containerd is gone"
-	var errs []error
-	say := func(what string, err error) {
-		switch {
-		case dryRun:
-			fmt.Fprintf(w, "would remove %s (%s)\n", what, why)
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-		default:
-			fmt.Fprintf(w, "removed %s (%s)\n", what, why)
-		}
+	dead := func() (bool, string) { return true, "the local cluster's containerd is gone" }
+	var out []platform.Leftover
+	add := func(kind, name string, rm func(ctx context.Context) error) {
+		out = append(out, platform.Leftover{Kind: kind, Name: name, Judge: dead, Remove: rm})
+	}
+	kill := func(pid int) func(context.Context) error {
+		return func(context.Context) error { return ignoreGone(n.kill(pid)) }
 	}
 
 	// processes: the shims and everything below them, children first
@@ -109,30 +102,19 @@ func (n node) clean(ctx context.Context, w io.Writer, dryRun bool) error {
 		below := descendants(procs, shim)
 		for i := len(below) - 1; i >= 0; i-- {
 			pid := below[i]
-			var err error
-			if !dryRun {
-				err = n.kill(pid)
-			}
-			say(fmt.Sprintf("k8s-process %d (%s, below shim %d)", pid, procs[pid].name(), shim), ignoreGone(err))
+			add("k8s-process", fmt.Sprintf("%d (%s, below shim %d)", pid, procs[pid].name(), shim), kill(pid))
 		}
-		var err error
-		if !dryRun {
-			err = n.kill(shim)
-		}
-		say(fmt.Sprintf("k8s-shim %d (%s)", shim, procs[shim].name()), ignoreGone(err))
+		add("k8s-shim", fmt.Sprintf("%d (%s)", shim, procs[shim].name()), kill(shim))
 	}
 
 	// mounts under the run directory, deepest first
 	mounts, err := mountsUnder(filepath.Join(n.proc, "self", "mountinfo"), n.run)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("k8s: mounts: %w", err))
+		why := fmt.Sprintf("cannot list: k8s: mounts: %v", err)
+		out = append(out, platform.Leftover{Kind: "k8s-mounts", Name: n.run, Judge: func() (bool, string) { return false, why }})
 	}
 	for _, m := range mounts {
-		var err error
-		if !dryRun {
-			err = n.unmount(m)
-		}
-		say("k8s-mount "+m, err)
+		add("k8s-mount", m, func(context.Context) error { return n.unmount(m) })
 	}
 
 	// the runtimes' state directories, once nothing is mounted below them
@@ -141,26 +123,23 @@ func (n node) clean(ctx context.Context, w io.Writer, dryRun bool) error {
 		if _, err := os.Lstat(dir); err != nil {
 			continue
 		}
-		var err error
-		if !dryRun {
+		add("k8s-runtime-state", dir, func(context.Context) error {
 			if left, _ := mountsUnder(filepath.Join(n.proc, "self", "mountinfo"), dir); len(left) > 0 {
-				err = fmt.Errorf("still mounted below it: %s", strings.Join(left, ", "))
-			} else {
-				err = n.removeDir(dir)
+				return fmt.Errorf("still mounted below it: %s", strings.Join(left, ", "))
 			}
-		}
-		say("k8s-runtime-state "+dir, err)
+			return n.removeDir(dir)
+		})
 	}
 
 	// the pods' network namespaces, as the sandboxes' specs name them
 	for _, ns := range n.podNetns() {
-		var err error
-		if !dryRun {
-			if err = n.unmount(ns); err == nil || errors.Is(err, syscall.EINVAL) { // EINVAL: not mounted
+		add("k8s-netns", ns, func(context.Context) error {
+			err := n.unmount(ns)
+			if err == nil || errors.Is(err, syscall.EINVAL) { // EINVAL: not mounted
 				err = os.Remove(ns)
 			}
-		}
-		say("k8s-netns "+ns, err)
+			return err
+		})
 	}
 
 	// the pods' veths on the cluster's bridge
@@ -172,12 +151,9 @@ func (n node) clean(ctx context.Context, w io.Writer, dryRun bool) error {
 			continue
 		}
 		name := filepath.Base(filepath.Dir(l))
-		if !dryRun {
-			err = n.delLink(ctx, name)
-		}
-		say("k8s-veth "+name, err)
+		add("k8s-veth", name, func(ctx context.Context) error { return n.delLink(ctx, name) })
 	}
-	return errors.Join(errs...)
+	return out
 }
 
 // podNetns lists the pinned network namespaces the cluster's pod

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -68,60 +67,64 @@ func (p *Platform) listPods(ctx context.Context) ([]LeftoverPod, error) {
 	return out, nil
 }
 
-// CleanPods is `isobench clean` for Kubernetes: on the cluster the usual
-// kubeconfig names (kubeconfig= option, $KUBECONFIG, ~/.kube/config, the
-// local test cluster's; kubeconfig overrides), it removes the isobench
-// pods this host made whose run is over, as dead says of their run token
-// (dead(""): a pod without one), and writes one line per pod to w (like
-// the rest of clean: "removed ...", "would remove ..." with dryRun, "kept
-// ..."). With no kubeconfig, or an apiserver that does not answer within
-// a few seconds, it does nothing and says nothing: there is no cluster.
-func CleanPods(ctx context.Context, w io.Writer, kubeconfig string, dead func(token string) (bool, string), dryRun bool) error {
+// Sweep lists what Kubernetes pods may have left (platform.Factory.Sweep),
+// for 'isobench clean' only (env.Clean; the sweep before a run asks no
+// cluster): this host's isobench pods on the cluster the usual kubeconfig
+// names (sweepPods), and what the local cluster's runtimes left when it
+// died (node.leftovers).
+func Sweep(ctx context.Context, env platform.SweepEnv) ([]platform.Leftover, error) {
+	if !env.Clean {
+		return nil, nil
+	}
+	pods, err := sweepPods(ctx, "")
+	return append(pods, hostNode().leftovers()...), err
+}
+
+// sweepPods lists, on the cluster the usual kubeconfig names (kubeconfig=
+// option, $KUBECONFIG, ~/.kube/config, the local test cluster's;
+// kubeconfig overrides), the isobench pods this host made (Kind "k8s-pod",
+// Name namespace/name), each with its run token (package cleanup removes
+// those whose run is over; none: a pod without one), and pods that do not
+// say which host made them as kept. Other hosts' pods on a shared cluster
+// are not listed. With no kubeconfig, or an apiserver that does not answer
+// within a few seconds, it lists nothing: there is no cluster.
+func sweepPods(ctx context.Context, kubeconfig string) ([]platform.Leftover, error) {
 	p, err := NewPlatform(platform.Options{Extra: map[string]string{"kubeconfig": kubeconfig}}, platform.Env{})
 	if err != nil || p.cfgErr != nil {
-		return nil
+		return nil, nil
 	}
-	defer p.c.http.CloseIdleConnections()
 	vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	_, err = p.Version(vctx)
 	cancel()
 	if err != nil {
-		return nil
+		p.c.http.CloseIdleConnections()
+		return nil, nil
 	}
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
 	pods, err := p.listPods(lctx)
+	cancel()
 	if err != nil {
-		return err
+		p.c.http.CloseIdleConnections()
+		return nil, err
 	}
 	host := thisHost()
-	var errs []error
+	var out []platform.Leftover
 	for _, pd := range pods {
-		what := "k8s-pod " + pd.Namespace + "/" + pd.Name
 		if pd.Host != host {
 			if pd.Host == "" {
-				fmt.Fprintf(w, "kept %s: it does not say which host's isobench made it\n", what)
+				out = append(out, platform.Leftover{Kind: "k8s-pod", Name: pd.Namespace + "/" + pd.Name,
+					Judge: func() (bool, string) { return false, "it does not say which host's isobench made it" }})
 			}
 			continue // another host's, on a shared cluster
 		}
-		isDead, why := dead(pd.Token)
-		if !isDead {
-			if why != "" {
-				fmt.Fprintf(w, "kept %s: %s\n", what, why)
-			}
-			continue
-		}
-		if dryRun {
-			fmt.Fprintf(w, "would remove %s (%s)\n", what, why)
-			continue
-		}
-		if err := p.deletePod(lctx, pd.Namespace, pd.Name); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-			continue
-		}
-		fmt.Fprintf(w, "removed %s (%s)\n", what, why)
+		out = append(out, platform.Leftover{Kind: "k8s-pod", Name: pd.Namespace + "/" + pd.Name, Token: pd.Token,
+			Remove: func(ctx context.Context) error {
+				ctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				return p.deletePod(ctx, pd.Namespace, pd.Name)
+			}})
 	}
-	return errors.Join(errs...)
+	return out, nil
 }
 
 // deletePod deletes one pod (gone already is fine).

@@ -38,6 +38,8 @@ var Factory = platform.Factory{
 	Extra:  blockdev.ThrottleKeys,
 	New:    New,
 	Cost:   platform.Cost{Instance: 50 * time.Millisecond},
+	// scratch directories, their cgroups and agents (sweep.go)
+	Sweep: Sweep,
 }
 
 // Platform is the native platform.
