@@ -17,6 +17,7 @@ import (
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/instguard"
 )
 
 // This file is the skeleton the platforms that run a root file system
@@ -274,11 +275,7 @@ func (in *Instance) Undo(ctx context.Context, err *error) {
 func (in *Instance) ID() string { return in.id }
 
 // Closed reports whether Close was called.
-func (in *Instance) Closed() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.closed
-}
+func (in *Instance) Closed() bool { return instguard.Closed(&in.mu, &in.closed) }
 
 // Ended reports whether the main process has ended.
 func (in *Instance) Ended() bool {
@@ -426,13 +423,9 @@ func (in *Instance) Wait(ctx context.Context) (int, error) {
 // network, overlay and instance directory. It cleans up also when ctx is
 // already cancelled, and a second call does nothing.
 func (in *Instance) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
+	if !instguard.First(&in.mu, &in.closed) {
 		return nil
 	}
-	in.closed = true
-	in.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	if in.Main != nil {

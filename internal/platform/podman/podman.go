@@ -51,6 +51,7 @@ import (
 	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/instguard"
 	"github.com/isobench/isobench/internal/platform/local"
 )
 
@@ -659,20 +660,13 @@ func (in *Instance) ID() string { return in.id }
 // Name is the container name.
 func (in *Instance) Name() string { return in.name }
 
-func (in *Instance) isClosed() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.closed
-}
+func (in *Instance) isClosed() bool { return instguard.Closed(&in.mu, &in.closed) }
 
 // Exec runs argv with `podman exec`; cancelling ctx kills the podman
 // process (the command inside may outlive it).
 func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
-	if len(argv) == 0 {
-		return errors.New("podman: empty command")
-	}
-	if in.isClosed() {
-		return fmt.Errorf("podman: instance %s is closed", in.name)
+	if err := instguard.Exec("podman", in.name, argv, in.isClosed); err != nil {
+		return err
 	}
 	args := []string{"exec"}
 	if stdio.Stdin != nil {
@@ -774,13 +768,9 @@ func (in *Instance) Wait(ctx context.Context) (int, error) {
 // Close removes the container (killing it at once) and its volume
 // directory. It is safe to call more than once.
 func (in *Instance) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
+	if !instguard.First(&in.mu, &in.closed) {
 		return nil
 	}
-	in.closed = true
-	in.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	var errs []error
