@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/isobench/isobench/internal/dataset"
@@ -191,7 +190,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	if err != nil {
 		return nil, err
 	}
-	defer pr.stop()
+	defer pr.Stop()
 	probe := g.bind
 	if probe == "0.0.0.0" || probe == "" {
 		probe = "127.0.0.1"
@@ -208,8 +207,8 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	select {
 	case <-stop:
 	case <-ctx.Done():
-	case <-pr.done:
-		return nil, fmt.Errorf("transfer %s server died while serving (%v); %s", g.proto, pr.err, g.logTail())
+	case <-pr.Done:
+		return nil, fmt.Errorf("transfer %s server died while serving (%v); %s", g.proto, pr.Err, g.logTail())
 	}
 	ms := []sample.Metric{{Name: service.ReadyMetric, Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}, service.Setup(setup)}
 	if g.proto == SMTP {
@@ -219,7 +218,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		}
 		return append(ms, sample.Metric{Name: "delivered", Value: float64(n), Unit: "count", Better: sample.Higher, Agg: sample.Sum}), nil
 	}
-	pr.stop()
+	pr.Stop()
 	if !upload || !p.Bool("verify") {
 		return ms, nil
 	}
@@ -244,8 +243,8 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 // random): it waits until Postfix's queue is empty and returns how many
 // messages were delivered, for the host to compare with what postal
 // says it sent.
-func (g guest) checkMail(ctx context.Context, pr *proc) (int, error) {
-	defer pr.stop()
+func (g guest) checkMail(ctx context.Context, pr *service.Proc) (int, error) {
+	defer pr.Stop()
 	if !g.p.Bool("verify") {
 		return 0, nil
 	}
@@ -262,7 +261,7 @@ func (g guest) checkMail(ctx context.Context, pr *proc) (int, error) {
 			time.Sleep(100 * time.Millisecond)
 			accepted = acceptedCount(g.log())
 		}
-		pr.stop()
+		pr.Stop()
 		if g.p.Str("inject") == InjectTruncate {
 			es, _ := os.ReadDir(filepath.Join(box, "new"))
 			if len(es) > 0 {
@@ -278,7 +277,7 @@ func (g guest) checkMail(ctx context.Context, pr *proc) (int, error) {
 	if err := waitDelivered(ctx, pr, box, clients*messages, wait); err != nil {
 		return 0, fmt.Errorf("transfer smtp: %w; %s", err, g.logTail())
 	}
-	pr.stop()
+	pr.Stop()
 	if g.p.Str("inject") == InjectTruncate {
 		es, _ := os.ReadDir(filepath.Join(box, "new"))
 		if len(es) == 0 {
@@ -522,59 +521,17 @@ func debPkg(bin string) string {
 	return bin
 }
 
-// proc is a started server.
-type proc struct {
-	cmd     *exec.Cmd
-	done    chan struct{}
-	err     error
-	log     *os.File
-	stopped bool
-}
-
-func startProc(g guest, argv []string) (*proc, error) {
+func startProc(g guest, argv []string) (*service.Proc, error) {
 	bin, err := lookSbin(argv[0])
 	if err != nil {
 		return nil, err
 	}
-	lf, err := os.OpenFile(g.log(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("transfer: %w", err)
-	}
-	cmd := exec.Command(bin, argv[1:]...)
-	cmd.Dir = g.dir
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("transfer %s: %w", g.proto, err)
-	}
-	pr := &proc{cmd: cmd, done: make(chan struct{}), log: lf}
-	go func() { pr.err = cmd.Wait(); close(pr.done) }()
-	return pr, nil
-}
-
-// stop ends the server's process group: SIGTERM, SIGKILL after a grace
-// period, and SIGKILL for workers left in the group.
-func (p *proc) stop() {
-	if p.stopped {
-		return
-	}
-	p.stopped = true
-	pg := -p.cmd.Process.Pid
-	syscall.Kill(pg, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		syscall.Kill(pg, syscall.SIGKILL)
-		<-p.done
-	}
-	syscall.Kill(pg, syscall.SIGKILL)
-	p.log.Close()
+	return service.StartProc("transfer", g.proto, bin, argv[1:], g.dir, g.log(), 15*time.Second)
 }
 
 // waitListening connects to addr until it accepts, the server exits or
 // the timeout passes.
-func waitListening(ctx context.Context, pr *proc, addr string, timeout time.Duration) error {
+func waitListening(ctx context.Context, pr *service.Proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
 		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
@@ -583,8 +540,8 @@ func waitListening(ctx context.Context, pr *proc, addr string, timeout time.Dura
 			return nil
 		}
 		select {
-		case <-pr.done:
-			return fmt.Errorf("the server exited before it listened (%v)", pr.err)
+		case <-pr.Done:
+			return fmt.Errorf("the server exited before it listened (%v)", pr.Err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(delay):
