@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -63,4 +64,29 @@ func (g *Instances) CloseAll(ctx context.Context) {
 		go func() { defer wg.Done(); in.Close(cctx) }()
 	}
 	wg.Wait()
+}
+
+// Together runs one(i) for every instance i in 0..n-1, each in its own
+// goroutine, all released at once when every goroutine has started, and
+// returns their results in order when none failed, else every error
+// joined.
+func Together(n int, one func(i int) (InstanceResult, error)) ([]InstanceResult, error) {
+	results := make([]InstanceResult, n)
+	errs := make([]error, n)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-release
+			results[i], errs[i] = one(i)
+		}(i)
+	}
+	close(release)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return results, nil
 }

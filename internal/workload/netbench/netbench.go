@@ -22,7 +22,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
@@ -478,34 +477,17 @@ func (r *run) hostClients(ctx context.Context, cp map[string]string, tags map[st
 	}); err != nil {
 		return nil, err
 	}
-	results := make([]workload.InstanceResult, n)
-	gate := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range cs {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-gate
-			res, err := cs[i].run(ctx)
-			if err != nil {
-				errs[i] = fmt.Errorf("client %d: %w", i, err)
-				return
-			}
-			ms, err := metrics(cfg.mode, res)
-			if err != nil {
-				errs[i] = fmt.Errorf("client %d: %w", i, err)
-				return
-			}
-			results[i] = workload.InstanceResult{Instance: i, Metrics: ms, Tags: maps.Clone(tags)}
-		}(i)
-	}
-	close(gate)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return results, nil
+	return workload.Together(n, func(i int) (workload.InstanceResult, error) {
+		res, err := cs[i].run(ctx)
+		if err != nil {
+			return workload.InstanceResult{}, fmt.Errorf("client %d: %w", i, err)
+		}
+		ms, err := metrics(cfg.mode, res)
+		if err != nil {
+			return workload.InstanceResult{}, fmt.Errorf("client %d: %w", i, err)
+		}
+		return workload.InstanceResult{Instance: i, Metrics: ms, Tags: maps.Clone(tags)}, nil
+	})
 }
 
 // instanceClients runs _net-client in every client instance, released
