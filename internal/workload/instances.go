@@ -66,6 +66,17 @@ func (g *Instances) CloseAll(ctx context.Context) {
 	wg.Wait()
 }
 
+// WithInstances runs do with the instances of one repetition of workload
+// who and a ctx that is cancelled when do returns, then closes every
+// instance (CloseAll), whatever happened.
+func WithInstances(ctx context.Context, env HostEnv, who string, do func(ctx context.Context, g *Instances) ([]InstanceResult, error)) ([]InstanceResult, error) {
+	g := NewInstances(env, who)
+	defer g.CloseAll(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return do(ctx, g)
+}
+
 // Together runs one(i) for every instance i in 0..n-1, each in its own
 // goroutine, all released at once when every goroutine has started, and
 // returns their results in order when none failed, else every error

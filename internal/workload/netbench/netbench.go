@@ -304,11 +304,9 @@ func hostRun(mode string) workload.HostFunc {
 		if err := checkPlacement(p); err != nil {
 			return nil, err
 		}
-		r := &run{mode: mode, p: p, env: env, Instances: workload.NewInstances(env, "netbench")}
-		defer r.CloseAll(ctx)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		return r.do(ctx)
+		return workload.WithInstances(ctx, env, "netbench", func(ctx context.Context, g *workload.Instances) ([]workload.InstanceResult, error) {
+			return (&run{mode: mode, p: p, env: env, Instances: g}).do(ctx)
+		})
 	}
 }
 

@@ -289,11 +289,9 @@ func hostRun(k kind) workload.HostFunc {
 		if env.Base.Image, err = EnsureImage(ctx, env.Platform, env.Base.Image); err != nil {
 			return nil, err
 		}
-		r := &run{k: k, p: p, env: env, Instances: workload.NewInstances(env, k.server(p))}
-		defer r.CloseAll(ctx)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		return r.do(ctx)
+		return workload.WithInstances(ctx, env, k.server(p), func(ctx context.Context, g *workload.Instances) ([]workload.InstanceResult, error) {
+			return (&run{k: k, p: p, env: env, Instances: g}).do(ctx)
+		})
 	}
 }
 
