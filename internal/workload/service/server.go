@@ -87,9 +87,15 @@ var Server = workload.Def{
 		}
 		return nil
 	},
-	Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-		// after "go" the host sends nothing more: the end of input means
-		// the clients are done (or the host is gone)
+	Agent: UntilInputEnds(serve),
+}
+
+// UntilInputEnds is the agent function of a server that serve runs: after
+// "go" the host sends nothing more, so once serve's ready barrier is
+// passed the end of the agent's input (the clients are done, or the host
+// is gone) closes stop.
+func UntilInputEnds(serve func(ctx context.Context, p workload.Params, ready workload.Barrier, stop <-chan struct{}) ([]sample.Metric, error)) workload.AgentFunc {
+	return func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
 		stop := make(chan struct{})
 		return serve(ctx, p, func() error {
 			if err := ready(); err != nil {
@@ -98,7 +104,7 @@ var Server = workload.Def{
 			go func() { io.Copy(io.Discard, os.Stdin); close(stop) }()
 			return nil
 		}, stop)
-	},
+	}
 }
 
 // LogTail is the in-guest reader of a server's log: it always fails, with

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -66,16 +65,7 @@ var Server = workload.Def{
 		{Name: "timeout", Kind: workload.Duration, Default: "2h", Min: 1, Max: 86400, Help: "stop after this long even if the host does not say so"},
 	},
 	Check: checkServer,
-	Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-		stop := make(chan struct{})
-		return serve(ctx, p, func() error {
-			if err := ready(); err != nil {
-				return err
-			}
-			go func() { io.Copy(io.Discard, os.Stdin); close(stop) }()
-			return nil
-		}, stop)
-	},
+	Agent: service.UntilInputEnds(serve),
 }
 
 // reAuthKey is the one authorized_keys line the scp server accepts: a key
