@@ -51,6 +51,20 @@ func NewHost(name, code string, env platform.Env) (*Host, error) {
 	return &Host{name: name, code: code, env: env, rootfs: &Rootfs{Env: env}}, nil
 }
 
+// NewNetHost is NewHost for a platform that takes its options' network
+// as it is: it also checks that the base spec's network is one of
+// CheckNetwork's.
+func NewNetHost(name, code string, o platform.Options, env platform.Env) (*Host, error) {
+	h, err := NewHost(name, code, env)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.CheckNetwork(o.Base.Network); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
 // Name implements platform.Platform.
 func (h *Host) Name() string { return h.name }
 
