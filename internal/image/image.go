@@ -231,6 +231,29 @@ func copyFile(src, dst string, mode os.FileMode) error {
 	return out.Close()
 }
 
+// BuildInTemp builds profile's root file system with build in a new
+// temporary directory under stateDir, hands it to use (an engine's
+// import) and removes it. engine ("docker", "podman") starts the errors
+// and names the directory (docker-rootfs-*); ref names the image in a
+// failed build's error.
+func BuildInTemp(ctx context.Context, stateDir, engine, profile, ref string, build func(ctx context.Context, profile, dir string) error, use func(dir string) error) error {
+	if stateDir == "" {
+		return fmt.Errorf("%s image: no state directory to build the root file system in", engine)
+	}
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return fmt.Errorf("%s image: %w", engine, err)
+	}
+	tmp, err := os.MkdirTemp(stateDir, engine+"-rootfs-")
+	if err != nil {
+		return fmt.Errorf("%s image: %w", engine, err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := build(ctx, profile, tmp); err != nil {
+		return fmt.Errorf("%s image %s: %w", engine, ref, err)
+	}
+	return use(tmp)
+}
+
 // Tar writes dir as an uncompressed tar stream keeping numeric ownership,
 // the form `docker import` and `podman import` take.
 func Tar(dir string, w io.Writer) error {

@@ -108,6 +108,37 @@ func (h *Host) CheckNetwork(n string) error {
 	return fmt.Errorf("%s: network=%q is %w (use none, host or bridge)", h.name, n, platform.ErrUnsupported)
 }
 
+// EngineNetwork maps a spec's network to the mode a container engine
+// (Docker, Podman) names: bridge (also for the default and nat: the bridge
+// with the spec's ports published), host or none; false for any other.
+func EngineNetwork(n string) (string, bool) {
+	switch n {
+	case platform.NetDefault, platform.NetBridge, platform.NetNAT:
+		return "bridge", true
+	case platform.NetHost:
+		return "host", true
+	case platform.NetNone:
+		return "none", true
+	}
+	return "", false
+}
+
+// EngineName is name with every character a container engine (Docker,
+// Podman) refuses in a container name, anything but ASCII letters, digits,
+// '_', '.' and '-', replaced by '-'.
+func EngineName(name string) string {
+	var sb strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
+			sb.WriteRune(r)
+		default:
+			sb.WriteByte('-')
+		}
+	}
+	return sb.String()
+}
+
 // CheckStorage accepts the storage modes these platforms offer.
 func (h *Host) CheckStorage(s string) error {
 	switch s {
