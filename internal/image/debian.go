@@ -206,6 +206,14 @@ func DebianBaseDigest(ctx context.Context) (string, error) { return debianBaseDi
 // debianBaseDigest identifies the Debian part of profile's tree
 // (everything but the agent).
 func debianBaseDigest(ctx context.Context, profile string) (string, error) {
+	return treeDigest(ctx, profile, debianPackages(profile), nil)
+}
+
+// treeDigest identifies profile's tree as mmdebstrap builds it with pkgs:
+// the host's release, its apt sources and their indexes, the packages'
+// candidate versions, and the lines extra (nil: none) adds after the
+// sources (what else the profile puts in, e.g. "pyspark=3.5.7\n").
+func treeDigest(ctx context.Context, profile string, pkgs []string, extra func() (string, error)) (string, error) {
 	rel, err := hostRelease()
 	if err != nil {
 		return "", err
@@ -214,12 +222,18 @@ func debianBaseDigest(ctx context.Context, profile string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	vers, err := candidateVersions(ctx, debianPackages(profile))
+	vers, err := candidateVersions(ctx, pkgs)
 	if err != nil {
 		return "", err
 	}
+	more := ""
+	if extra != nil {
+		if more, err = extra(); err != nil {
+			return "", err
+		}
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "profile=%s\nrelease=%s\nsources=%s\n", profile, rel, src)
+	fmt.Fprintf(h, "profile=%s\nrelease=%s\nsources=%s\n%s", profile, rel, src, more)
 	for _, v := range vers {
 		fmt.Fprintf(h, "pkg=%s\n", v)
 	}
@@ -248,13 +262,8 @@ func (b Builder) debianDigest(ctx context.Context, profile string) (string, erro
 func (b Builder) agentDigest(profile, base string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "profile=%s\nbase=%s\n", profile, base)
-	f, err := os.Open(b.AgentBinary)
-	if err != nil {
-		return "", fmt.Errorf("image digest: %w", err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("image digest: %w", err)
+	if err := hashFile(h, b.AgentBinary); err != nil {
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }

@@ -88,14 +88,8 @@ func (b Builder) Digest(profile string) (string, error) {
 		return "", err
 	}
 	for _, f := range []string{b.AgentBinary, bb} {
-		fh, err := os.Open(f)
-		if err != nil {
-			return "", fmt.Errorf("image digest: %w", err)
-		}
-		_, err = io.Copy(h, fh)
-		fh.Close()
-		if err != nil {
-			return "", fmt.Errorf("image digest: %w", err)
+		if err := hashFile(h, f); err != nil {
+			return "", err
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
@@ -229,6 +223,19 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	return out.Close()
+}
+
+// hashFile writes the content of the file at path to a digest's hash h.
+func hashFile(h io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("image digest: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("image digest: %w", err)
+	}
+	return nil
 }
 
 // BuildInTemp builds profile's root file system with build in a new

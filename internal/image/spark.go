@@ -2,8 +2,6 @@ package image
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -66,31 +64,13 @@ func HostPySpark(ctx context.Context) (PySpark, error) {
 
 // SparkBaseDigest identifies the spark profile without the agent.
 func SparkBaseDigest(ctx context.Context) (string, error) {
-	rel, err := hostRelease()
-	if err != nil {
-		return "", err
-	}
-	_, src, err := aptSources()
-	if err != nil {
-		return "", err
-	}
-	vers, err := candidateVersions(ctx, SparkPackages)
-	if err != nil {
-		return "", err
-	}
-	ps, err := HostPySpark(ctx)
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "profile=%s\nrelease=%s\nsources=%s\npyspark=%s\npy4j=%s\n", Spark, rel, src, ps.Version, ps.Py4JVersion)
-	for _, v := range vers {
-		fmt.Fprintf(h, "pkg=%s\n", v)
-	}
-	for _, s := range indexStamps() {
-		fmt.Fprintf(h, "index=%s\n", s)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
+	return treeDigest(ctx, Spark, SparkPackages, func() (string, error) {
+		ps, err := HostPySpark(ctx)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("pyspark=%s\npy4j=%s\n", ps.Version, ps.Py4JVersion), nil
+	})
 }
 
 // SparkDigest identifies the spark profile's content: its base and the
