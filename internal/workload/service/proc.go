@@ -1,12 +1,17 @@
 package service
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/isobench/isobench/internal/sample"
 )
 
 // Proc is a server process started by StartProc: service's servers and
@@ -60,4 +65,31 @@ func (p *Proc) Stop() {
 		syscall.Kill(pg, syscall.SIGKILL) // workers left in the group
 		p.log.Close()
 	})
+}
+
+// Serve waits until stop is closed or ctx ends (true) or, first, the
+// server exits (false).
+func (p *Proc) Serve(ctx context.Context, stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+	case <-ctx.Done():
+	case <-p.Done:
+		return false
+	}
+	return true
+}
+
+// ProbeAddr is where a server bound to bind answers port inside its
+// instance: bind, or loopback for every interface ("0.0.0.0", "").
+func ProbeAddr(bind string, port int) string {
+	if bind == "0.0.0.0" || bind == "" {
+		bind = "127.0.0.1"
+	}
+	return net.JoinHostPort(bind, strconv.Itoa(port))
+}
+
+// StartMetrics are a server's ReadyMetric, readyMs from its start to its
+// first good answer, and its untimed setup before that.
+func StartMetrics(readyMs float64, setup time.Duration) []sample.Metric {
+	return []sample.Metric{{Name: ReadyMetric, Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}, Setup(setup)}
 }

@@ -520,11 +520,8 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		return nil, err
 	}
 	defer pr.Stop()
-	probeAddr := c.bind
-	if probeAddr == "0.0.0.0" || probeAddr == "" {
-		probeAddr = "127.0.0.1"
-	}
-	if err := waitReady(ctx, pr, c, net.JoinHostPort(probeAddr, strconv.Itoa(c.port)), p.Duration("ready-timeout")); err != nil {
+	probeAddr := ProbeAddr(c.bind, c.port)
+	if err := waitReady(ctx, pr, c, probeAddr, p.Duration("ready-timeout")); err != nil {
 		pr.Stop()
 		return nil, fmt.Errorf("service %s: %w; %s%s", kind, err, logMarker, logTail(dir, logLines))
 	}
@@ -534,10 +531,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Duration("timeout"))
 	defer cancel()
-	select {
-	case <-stop:
-	case <-ctx.Done():
-	case <-pr.Done:
+	if !pr.Serve(ctx, stop) {
 		return nil, fmt.Errorf("service %s died while serving (%v); %s%s", kind, pr.Err, logMarker, logTail(dir, logLines))
 	}
 	select {
@@ -546,12 +540,12 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	default:
 	}
 	// still answering after the clients are done?
-	if err := probe(ctx, c, net.JoinHostPort(probeAddr, strconv.Itoa(c.port))); err != nil {
+	if err := probe(ctx, c, probeAddr); err != nil {
 		pr.Stop()
 		return nil, fmt.Errorf("service %s stopped answering while serving (%v); %s%s", kind, err, logMarker, logTail(dir, logLines))
 	}
 	pr.Stop()
-	return []sample.Metric{{Name: ReadyMetric, Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}, Setup(setup)}, nil
+	return StartMetrics(readyMs, setup), nil
 }
 
 // waitReady probes addr until the server gives a good answer, it exits, or

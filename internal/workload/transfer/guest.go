@@ -181,11 +181,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		return nil, err
 	}
 	defer pr.Stop()
-	probe := g.bind
-	if probe == "0.0.0.0" || probe == "" {
-		probe = "127.0.0.1"
-	}
-	if err := waitListening(ctx, pr, net.JoinHostPort(probe, strconv.Itoa(g.port)), p.Duration("ready-timeout")); err != nil {
+	if err := waitListening(ctx, pr, service.ProbeAddr(g.bind, g.port), p.Duration("ready-timeout")); err != nil {
 		return nil, fmt.Errorf("transfer %s server: %w; %s", g.proto, err, g.logTail())
 	}
 	readyMs := float64(time.Since(began).Microseconds()) / 1000
@@ -194,13 +190,10 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Duration("timeout"))
 	defer cancel()
-	select {
-	case <-stop:
-	case <-ctx.Done():
-	case <-pr.Done:
+	if !pr.Serve(ctx, stop) {
 		return nil, fmt.Errorf("transfer %s server died while serving (%v); %s", g.proto, pr.Err, g.logTail())
 	}
-	ms := []sample.Metric{{Name: service.ReadyMetric, Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}, service.Setup(setup)}
+	ms := service.StartMetrics(readyMs, setup)
 	if g.proto == SMTP {
 		n, err := g.checkMail(ctx, pr)
 		if err != nil {
