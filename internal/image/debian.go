@@ -206,6 +206,14 @@ func DebianBaseDigest(ctx context.Context) (string, error) { return debianBaseDi
 // debianBaseDigest identifies the Debian part of profile's tree
 // (everything but the agent).
 func debianBaseDigest(ctx context.Context, profile string) (string, error) {
+	return treeDigest(ctx, profile, debianPackages(profile), nil)
+}
+
+// treeDigest identifies profile's tree as mmdebstrap builds it with pkgs:
+// the host's release, its apt sources and their indexes, the packages'
+// candidate versions, and the lines extra (nil: none) adds after the
+// sources (what else the profile puts in, e.g. "pyspark=3.5.7\n").
+func treeDigest(ctx context.Context, profile string, pkgs []string, extra func() (string, error)) (string, error) {
 	rel, err := hostRelease()
 	if err != nil {
 		return "", err
@@ -214,12 +222,18 @@ func debianBaseDigest(ctx context.Context, profile string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	vers, err := candidateVersions(ctx, debianPackages(profile))
+	vers, err := candidateVersions(ctx, pkgs)
 	if err != nil {
 		return "", err
 	}
+	more := ""
+	if extra != nil {
+		if more, err = extra(); err != nil {
+			return "", err
+		}
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "profile=%s\nrelease=%s\nsources=%s\n", profile, rel, src)
+	fmt.Fprintf(h, "profile=%s\nrelease=%s\nsources=%s\n%s", profile, rel, src, more)
 	for _, v := range vers {
 		fmt.Fprintf(h, "pkg=%s\n", v)
 	}
@@ -240,15 +254,16 @@ func (b Builder) debianDigest(ctx context.Context, profile string) (string, erro
 	if err != nil {
 		return "", err
 	}
+	return b.agentDigest(profile, base)
+}
+
+// agentDigest identifies a profile's content: base, the digest of its tree
+// without the agent, and the agent binary.
+func (b Builder) agentDigest(profile, base string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "profile=%s\nbase=%s\n", profile, base)
-	f, err := os.Open(b.AgentBinary)
-	if err != nil {
-		return "", fmt.Errorf("image digest: %w", err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("image digest: %w", err)
+	if err := hashFile(h, b.AgentBinary); err != nil {
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
@@ -308,14 +323,27 @@ func (b Builder) debianBase(ctx context.Context, profile string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	root := filepath.Join(b.StateDir, "debian")
+	return b.baseTree(ctx, "debian", "Debian", digest, debianTreeDone, false, func(ctx context.Context, rel, srcFile, target string) error {
+		fmt.Fprintf(b.log(), "image debian: building a %s tree with %s from %s (%d packages; this takes a few minutes)\n", rel, mmdebstrap, srcFile, len(pkgs))
+		return b.mmdebstrapTree(ctx, "debian", rel, srcFile, target, pkgs)
+	})
+}
+
+// baseTree returns the cached tree of kind ("debian", "spark"; title is
+// its name in messages) for digest, StateDir/KIND/base-DIGEST, when done
+// says it is finished; else it builds it: fill writes it into target from
+// the host's release rel and its apt sources srcFile (mmdebstrap), and it
+// is renamed into place (a concurrent build's finished tree is kept).
+// With prune, the trees of other digests are removed first.
+func (b Builder) baseTree(ctx context.Context, kind, title, digest string, done func(dir string) bool, prune bool, fill func(ctx context.Context, rel, srcFile, target string) error) (string, error) {
+	root := filepath.Join(b.StateDir, kind)
 	dir := filepath.Join(root, "base-"+digest)
-	if debianTreeDone(dir) {
-		fmt.Fprintf(b.log(), "image debian: reusing the Debian tree %s\n", dir)
+	if done(dir) {
+		fmt.Fprintf(b.log(), "image %s: reusing the %s tree %s\n", kind, title, dir)
 		return dir, nil
 	}
 	if _, err := exec.LookPath(mmdebstrap); err != nil {
-		return "", fmt.Errorf("debian image: %s is not installed: install it with 'apt-get install mmdebstrap'", mmdebstrap)
+		return "", fmt.Errorf("%s image: %s is not installed: install it with 'apt-get install mmdebstrap'", kind, mmdebstrap)
 	}
 	rel, _ := hostRelease()
 	srcFile, _, err := aptSources()
@@ -323,25 +351,34 @@ func (b Builder) debianBase(ctx context.Context, profile string) (string, error)
 		return "", err
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", fmt.Errorf("debian image: %w", err)
+		return "", fmt.Errorf("%s image: %w", kind, err)
+	}
+	if prune {
+		// Trees of older digests are of no use any more.
+		if ents, err := os.ReadDir(root); err == nil {
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), "base-") && e.Name() != "base-"+digest {
+					os.RemoveAll(filepath.Join(root, e.Name()))
+				}
+			}
+		}
 	}
 	tmp, err := os.MkdirTemp(root, ".build-")
 	if err != nil {
-		return "", fmt.Errorf("debian image: %w", err)
+		return "", fmt.Errorf("%s image: %w", kind, err)
 	}
 	defer os.RemoveAll(tmp)
 	target := filepath.Join(tmp, "root")
 	start := time.Now()
-	fmt.Fprintf(b.log(), "image debian: building a %s tree with %s from %s (%d packages; this takes a few minutes)\n", rel, mmdebstrap, srcFile, len(pkgs))
-	if err := b.mmdebstrapTree(ctx, "debian", rel, srcFile, target, pkgs); err != nil {
+	if err := fill(ctx, rel, srcFile, target); err != nil {
 		return "", err
 	}
 	if err := os.Rename(target, dir); err != nil {
-		if !debianTreeDone(dir) { // not a concurrent build
-			return "", fmt.Errorf("debian image: %w", err)
+		if !done(dir) { // not a concurrent build
+			return "", fmt.Errorf("%s image: %w", kind, err)
 		}
 	}
-	fmt.Fprintf(b.log(), "image debian: built the Debian tree %s in %s\n", dir, time.Since(start).Round(time.Second))
+	fmt.Fprintf(b.log(), "image %s: built the %s tree %s in %s\n", kind, title, dir, time.Since(start).Round(time.Second))
 	return dir, nil
 }
 
@@ -361,12 +398,19 @@ func (b Builder) buildDebianRootfs(ctx context.Context, profile, dir string) err
 	if err := b.buildDebianBaseRootfs(ctx, profile, dir); err != nil {
 		return err
 	}
+	return b.addAgent("debian", dir, start)
+}
+
+// addAgent writes the agent into the root file system dir as a new file
+// (not through a link into a cached tree) and logs that the kind's root
+// file system is ready, built since start.
+func (b Builder) addAgent(kind, dir string, start time.Time) error {
 	agent := filepath.Join(dir, AgentPath)
 	os.Remove(agent)
 	if err := copyFile(b.AgentBinary, agent, 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(b.log(), "image debian: root file system ready in %s (%v)\n", dir, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(b.log(), "image %s: root file system ready in %s (%v)\n", kind, dir, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -88,14 +88,8 @@ func (b Builder) Digest(profile string) (string, error) {
 		return "", err
 	}
 	for _, f := range []string{b.AgentBinary, bb} {
-		fh, err := os.Open(f)
-		if err != nil {
-			return "", fmt.Errorf("image digest: %w", err)
-		}
-		_, err = io.Copy(h, fh)
-		fh.Close()
-		if err != nil {
-			return "", fmt.Errorf("image digest: %w", err)
+		if err := hashFile(h, f); err != nil {
+			return "", err
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
@@ -229,6 +223,42 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	return out.Close()
+}
+
+// hashFile writes the content of the file at path to a digest's hash h.
+func hashFile(h io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("image digest: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("image digest: %w", err)
+	}
+	return nil
+}
+
+// BuildInTemp builds profile's root file system with build in a new
+// temporary directory under stateDir, hands it to use (an engine's
+// import) and removes it. engine ("docker", "podman") starts the errors
+// and names the directory (docker-rootfs-*); ref names the image in a
+// failed build's error.
+func BuildInTemp(ctx context.Context, stateDir, engine, profile, ref string, build func(ctx context.Context, profile, dir string) error, use func(dir string) error) error {
+	if stateDir == "" {
+		return fmt.Errorf("%s image: no state directory to build the root file system in", engine)
+	}
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return fmt.Errorf("%s image: %w", engine, err)
+	}
+	tmp, err := os.MkdirTemp(stateDir, engine+"-rootfs-")
+	if err != nil {
+		return fmt.Errorf("%s image: %w", engine, err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := build(ctx, profile, tmp); err != nil {
+		return fmt.Errorf("%s image %s: %w", engine, ref, err)
+	}
+	return use(tmp)
 }
 
 // Tar writes dir as an uncompressed tar stream keeping numeric ownership,

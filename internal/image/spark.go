@@ -2,11 +2,8 @@ package image
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,31 +64,13 @@ func HostPySpark(ctx context.Context) (PySpark, error) {
 
 // SparkBaseDigest identifies the spark profile without the agent.
 func SparkBaseDigest(ctx context.Context) (string, error) {
-	rel, err := hostRelease()
-	if err != nil {
-		return "", err
-	}
-	_, src, err := aptSources()
-	if err != nil {
-		return "", err
-	}
-	vers, err := candidateVersions(ctx, SparkPackages)
-	if err != nil {
-		return "", err
-	}
-	ps, err := HostPySpark(ctx)
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "profile=%s\nrelease=%s\nsources=%s\npyspark=%s\npy4j=%s\n", Spark, rel, src, ps.Version, ps.Py4JVersion)
-	for _, v := range vers {
-		fmt.Fprintf(h, "pkg=%s\n", v)
-	}
-	for _, s := range indexStamps() {
-		fmt.Fprintf(h, "index=%s\n", s)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
+	return treeDigest(ctx, Spark, SparkPackages, func() (string, error) {
+		ps, err := HostPySpark(ctx)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("pyspark=%s\npy4j=%s\n", ps.Version, ps.Py4JVersion), nil
+	})
 }
 
 // SparkDigest identifies the spark profile's content: its base and the
@@ -101,17 +80,7 @@ func (b Builder) SparkDigest(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h := sha256.New()
-	fmt.Fprintf(h, "profile=%s\nbase=%s\n", Spark, base)
-	f, err := os.Open(b.AgentBinary)
-	if err != nil {
-		return "", fmt.Errorf("image digest: %w", err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("image digest: %w", err)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
+	return b.agentDigest(Spark, base)
 }
 
 // sparkTreeDone says whether dir holds a finished spark tree (pyspark's
@@ -133,69 +102,33 @@ func (b Builder) SparkBase(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	root := filepath.Join(b.StateDir, "spark")
-	dir := filepath.Join(root, "base-"+digest)
-	if sparkTreeDone(dir) {
-		fmt.Fprintf(b.log(), "image spark: reusing the Spark tree %s\n", dir)
-		return dir, nil
-	}
-	if _, err := exec.LookPath(mmdebstrap); err != nil {
-		return "", fmt.Errorf("spark image: %s is not installed: install it with 'apt-get install mmdebstrap'", mmdebstrap)
-	}
-	ps, err := HostPySpark(ctx)
-	if err != nil {
-		return "", err
-	}
-	rel, _ := hostRelease()
-	srcFile, _, err := aptSources()
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", fmt.Errorf("spark image: %w", err)
-	}
-	// Trees of older digests are of no use any more.
-	if ents, err := os.ReadDir(root); err == nil {
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), "base-") && e.Name() != "base-"+digest {
-				os.RemoveAll(filepath.Join(root, e.Name()))
+	return b.baseTree(ctx, "spark", "Spark", digest, sparkTreeDone, true, func(ctx context.Context, rel, srcFile, target string) error {
+		ps, err := HostPySpark(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(b.log(), "image spark: building a %s tree with %s from %s (%s) and pyspark %s (this takes a few minutes)\n", rel, mmdebstrap, srcFile, strings.Join(SparkPackages, ", "), ps.Version)
+		// Java's postinst registers its man page with update-alternatives,
+		// which fails when the man directory (excluded) is missing.
+		if err := b.mmdebstrapTree(ctx, "spark", rel, srcFile, target, SparkPackages, "--essential-hook=mkdir -p \"$1\"/usr/share/man/man1"); err != nil {
+			return err
+		}
+		if m, _ := filepath.Glob(filepath.Join(target, sparkJava)); len(m) == 0 {
+			return fmt.Errorf("spark image: the tree has no Java runtime (%s)", sparkJava)
+		}
+		py := filepath.Join(target, strings.TrimPrefix(SparkPySparkDir, "/"))
+		if err := os.MkdirAll(py, 0o755); err != nil {
+			return fmt.Errorf("spark image: %w", err)
+		}
+		for _, d := range []string{ps.Dir, ps.Py4JDir} {
+			if o, err := exec.CommandContext(ctx, "cp", "-a", d, py+"/").CombinedOutput(); err != nil {
+				return fmt.Errorf("spark image: copying %s: %w: %s", d, err, strings.TrimSpace(string(o)))
 			}
 		}
-	}
-	tmp, err := os.MkdirTemp(root, ".build-")
-	if err != nil {
-		return "", fmt.Errorf("spark image: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	target := filepath.Join(tmp, "root")
-	start := time.Now()
-	fmt.Fprintf(b.log(), "image spark: building a %s tree with %s from %s (%s) and pyspark %s (this takes a few minutes)\n", rel, mmdebstrap, srcFile, strings.Join(SparkPackages, ", "), ps.Version)
-	// Java's postinst registers its man page with update-alternatives,
-	// which fails when the man directory (excluded) is missing.
-	if err := b.mmdebstrapTree(ctx, "spark", rel, srcFile, target, SparkPackages, "--essential-hook=mkdir -p \"$1\"/usr/share/man/man1"); err != nil {
-		return "", err
-	}
-	if m, _ := filepath.Glob(filepath.Join(target, sparkJava)); len(m) == 0 {
-		return "", fmt.Errorf("spark image: the tree has no Java runtime (%s)", sparkJava)
-	}
-	py := filepath.Join(target, strings.TrimPrefix(SparkPySparkDir, "/"))
-	if err := os.MkdirAll(py, 0o755); err != nil {
-		return "", fmt.Errorf("spark image: %w", err)
-	}
-	for _, d := range []string{ps.Dir, ps.Py4JDir} {
-		if o, err := exec.CommandContext(ctx, "cp", "-a", d, py+"/").CombinedOutput(); err != nil {
-			return "", fmt.Errorf("spark image: copying %s: %w: %s", d, err, strings.TrimSpace(string(o)))
-		}
-	}
-	// Compiled bytecode of the host's Python is of no use in the tree.
-	exec.CommandContext(ctx, "find", py, "-name", "__pycache__", "-type", "d", "-prune", "-exec", "rm", "-rf", "{}", "+").Run()
-	if err := os.Rename(target, dir); err != nil {
-		if !sparkTreeDone(dir) { // not a concurrent build
-			return "", fmt.Errorf("spark image: %w", err)
-		}
-	}
-	fmt.Fprintf(b.log(), "image spark: built the Spark tree %s in %s\n", dir, time.Since(start).Round(time.Second))
-	return dir, nil
+		// Compiled bytecode of the host's Python is of no use in the tree.
+		exec.CommandContext(ctx, "find", py, "-name", "__pycache__", "-type", "d", "-prune", "-exec", "rm", "-rf", "{}", "+").Run()
+		return nil
+	})
 }
 
 // BuildSparkRootfs writes the spark profile into dir: the cached tree,
@@ -213,11 +146,5 @@ func (b Builder) BuildSparkRootfs(ctx context.Context, dir string) error {
 	if err := linkTree(ctx, "spark image: copying the Spark tree", base, dir, "root"); err != nil {
 		return err
 	}
-	agent := filepath.Join(dir, AgentPath)
-	os.Remove(agent)
-	if err := copyFile(b.AgentBinary, agent, 0o755); err != nil {
-		return err
-	}
-	fmt.Fprintf(b.log(), "image spark: root file system ready in %s (%v)\n", dir, time.Since(start).Round(time.Millisecond))
-	return nil
+	return b.addAgent("spark", dir, start)
 }

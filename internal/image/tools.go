@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,14 +167,8 @@ func (b Builder) ToolsDigest(ctx context.Context, tools []string) (string, error
 	fmt.Fprintf(h, "profile=%s\nminimal=%s\n", Tools, base)
 	for _, f := range files {
 		fmt.Fprintf(h, "file=%s\n", f)
-		fh, err := os.Open(f)
-		if err != nil {
-			return "", fmt.Errorf("image digest: %w", err)
-		}
-		_, err = io.Copy(h, fh)
-		fh.Close()
-		if err != nil {
-			return "", fmt.Errorf("image digest: %w", err)
+		if err := hashFile(h, f); err != nil {
+			return "", err
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil

@@ -391,7 +391,20 @@ func (f *File) swap(t PaperTool) (int, error) {
 		f.Study.Experiments[i] = e
 	}
 	f.swapScales(t, sel)
-	for i, e := range f.Study.Experiments {
+	rewriteScoreRows(f.Study.Experiments, sel.Name, func(params map[string]string) (spec.Spec, bool) {
+		p, ok := t.translate(params, true)
+		to := spec.Spec{Name: t.Tool, Params: p}
+		return to, ok && f.selectsAny(to)
+	}, t.metric)
+	return n, nil
+}
+
+// rewriteScoreRows rewrites, in every experiment's score (a copy, so the
+// original's rows are left alone), the rows of workload from: conv gives
+// the workload that replaces a row's (false: the row stays as it is) and
+// metric renames the row's metrics.
+func rewriteScoreRows(exps []Experiment, from string, conv func(params map[string]string) (spec.Spec, bool), metric func(string) string) {
+	for i, e := range exps {
 		if e.Score == nil {
 			continue
 		}
@@ -399,23 +412,22 @@ func (f *File) swap(t PaperTool) (int, error) {
 		sc.Rows = maps.Clone(e.Score.Rows)
 		for name, row := range sc.Rows {
 			rs, err := spec.Parse(row.Workload)
-			if err != nil || rs.Name != sel.Name {
+			if err != nil || rs.Name != from {
 				continue
 			}
-			p, ok := t.translate(rs.Params, true)
-			if !ok || !f.selectsAny(spec.Spec{Name: t.Tool, Params: p}) {
+			to, ok := conv(rs.Params)
+			if !ok {
 				continue
 			}
-			row.Workload = spec.Spec{Name: t.Tool, Params: p}.String()
+			row.Workload = to.String()
 			row.Metrics = slices.Clone(row.Metrics)
 			for j, m := range row.Metrics {
-				row.Metrics[j] = t.metric(m)
+				row.Metrics[j] = metric(m)
 			}
 			sc.Rows[name] = row
 		}
-		f.Study.Experiments[i].Score = &sc
+		exps[i].Score = &sc
 	}
-	return n, nil
 }
 
 // ledger is experiment e's ledger with the paper's tool: its tool item
@@ -657,28 +669,10 @@ func (f File) WithoutTools() File {
 			}
 			out.Study.Experiments[i] = e
 		}
-		for i, e := range out.Study.Experiments {
-			if e.Score == nil {
-				continue
-			}
-			sc := *e.Score
-			sc.Rows = maps.Clone(e.Score.Rows)
-			for name, row := range sc.Rows {
-				rs, err := spec.Parse(row.Workload)
-				if err != nil || rs.Name != t.Tool {
-					continue
-				}
-				if p, ok := t.back(rs.Params, false); ok {
-					row.Workload = spec.Spec{Name: sel.Name, Params: p}.String()
-					row.Metrics = slices.Clone(row.Metrics)
-					for j, m := range row.Metrics {
-						row.Metrics[j] = metric(m)
-					}
-					sc.Rows[name] = row
-				}
-			}
-			out.Study.Experiments[i].Score = &sc
-		}
+		rewriteScoreRows(out.Study.Experiments, t.Tool, func(params map[string]string) (spec.Spec, bool) {
+			p, ok := t.back(params, false)
+			return spec.Spec{Name: sel.Name, Params: p}, ok
+		}, metric)
 		out.Study.Scales = rewriteScales(out.Study.Scales, func(params map[string]string, k, kv string) {
 			ks, err := spec.Parse(k)
 			if err != nil || ks.Name != t.Tool {

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -63,4 +64,40 @@ func (g *Instances) CloseAll(ctx context.Context) {
 		go func() { defer wg.Done(); in.Close(cctx) }()
 	}
 	wg.Wait()
+}
+
+// WithInstances runs do with the instances of one repetition of workload
+// who and a ctx that is cancelled when do returns, then closes every
+// instance (CloseAll), whatever happened.
+func WithInstances(ctx context.Context, env HostEnv, who string, do func(ctx context.Context, g *Instances) ([]InstanceResult, error)) ([]InstanceResult, error) {
+	g := NewInstances(env, who)
+	defer g.CloseAll(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return do(ctx, g)
+}
+
+// Together runs one(i) for every instance i in 0..n-1, each in its own
+// goroutine, all released at once when every goroutine has started, and
+// returns their results in order when none failed, else every error
+// joined.
+func Together(n int, one func(i int) (InstanceResult, error)) ([]InstanceResult, error) {
+	results := make([]InstanceResult, n)
+	errs := make([]error, n)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-release
+			results[i], errs[i] = one(i)
+		}(i)
+	}
+	close(release)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return results, nil
 }

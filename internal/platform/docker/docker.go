@@ -290,13 +290,8 @@ type hostConfig struct {
 // networkMode maps the spec's network to Docker's NetworkMode (nat is the
 // bridge with the spec's ports published).
 func networkMode(n string) (string, error) {
-	switch n {
-	case platform.NetDefault, platform.NetBridge, platform.NetNAT:
-		return "bridge", nil
-	case platform.NetHost:
-		return "host", nil
-	case platform.NetNone:
-		return "none", nil
+	if mode, ok := local.EngineNetwork(n); ok {
+		return mode, nil
 	}
 	return "", fmt.Errorf("docker: network %q must be bridge, nat, host or none", n)
 }
@@ -310,16 +305,7 @@ func containerName(name string) (string, error) {
 		}
 		name = hex.EncodeToString(b)
 	}
-	var sb strings.Builder
-	for _, r := range name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
-			sb.WriteRune(r)
-		default:
-			sb.WriteByte('-')
-		}
-	}
-	return "isobench-" + sb.String(), nil
+	return "isobench-" + local.EngineName(name), nil
 }
 
 // createConfig builds the container's configuration from the spec.

@@ -62,23 +62,11 @@ func (p *Platform) EnsureImage(ctx context.Context, profile string) (string, err
 // buildAndImport builds a root file system with build and imports it as
 // profile:digest.
 func (p *Platform) buildAndImport(ctx context.Context, build func(context.Context, string, string) error, profile, digest string) error {
-	if p.env.StateDir == "" {
-		return errors.New("docker image: no state directory to build the root file system in")
-	}
-	if err := os.MkdirAll(p.env.StateDir, 0o755); err != nil {
-		return fmt.Errorf("docker image: %w", err)
-	}
-	tmp, err := os.MkdirTemp(p.env.StateDir, "docker-rootfs-")
-	if err != nil {
-		return fmt.Errorf("docker image: %w", err)
-	}
-	defer os.RemoveAll(tmp)
 	ref := imageRef(profile, digest)
-	if err := build(ctx, profile, tmp); err != nil {
-		return fmt.Errorf("docker image %s: %w", ref, err)
-	}
-	fmt.Fprintf(p.log(), "docker: importing image %s\n", ref)
-	return p.importRootfs(ctx, tmp, profile, digest)
+	return image.BuildInTemp(ctx, p.env.StateDir, "docker", profile, ref, build, func(tmp string) error {
+		fmt.Fprintf(p.log(), "docker: importing image %s\n", ref)
+		return p.importRootfs(ctx, tmp, profile, digest)
+	})
 }
 
 // baseProfile names the repository of a profile's agent-less base layer.

@@ -44,8 +44,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 		return fp, fmt.Errorf("gvisor: instance %s is closed", in.ID())
 	}
 	var mem, cpu string
-	if in.Main != nil && in.Main.Process != nil && !in.Ended() {
-		run := in.Main.Process.Pid
+	if run := in.MainPID(); run > 0 {
 		fp.EnginePIDs = []int{run}
 		for _, pid := range childPIDs(run) {
 			m, c, err := hostos.ProcessCgroups(pid)
@@ -67,15 +66,9 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 			return fp, fmt.Errorf("gvisor: %w", err)
 		}
 	}
-	memBytes, cpuSeconds, err := hostos.CgroupUsage(mem, cpu)
-	if err != nil {
-		return fp, fmt.Errorf("gvisor %s: %w", in.ID(), err)
-	}
-	fp.MemoryBytes, fp.CPUSeconds = memBytes, cpuSeconds
-	if fp.DiskBytes, err = runc.InstanceDisk(in.Instance); err != nil {
-		return fp, fmt.Errorf("gvisor %s: %w", in.ID(), err)
-	}
-	return fp, nil
+	usage, err := in.CgroupFootprint("gvisor "+in.ID(), mem, cpu)
+	usage.EnginePIDs = fp.EnginePIDs
+	return usage, err
 }
 
 // childPIDs lists the processes whose parent is pid (from /proc/PID/stat).

@@ -28,6 +28,7 @@ import (
 
 	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/instguard"
 )
 
 // Factory registers the jail platform.
@@ -430,13 +431,9 @@ func (in *instance) Wait(ctx context.Context) (int, error) {
 // Close removes the jail (jail -r unmounts devfs and the nullfs mounts),
 // its rctl rules, its address and its files. Every failure is reported.
 func (in *instance) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
+	if !instguard.First(&in.mu, &in.closed) {
 		return nil
 	}
-	in.closed = true
-	in.mu.Unlock()
 	var errs []error
 	if in.created {
 		if err := in.p.run.Run(ctx, []string{"jail", "-r", in.name}, nil, platform.ExecIO{}); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/isobench/isobench/internal/cgroup"
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/instguard"
 )
 
 // This file is the skeleton the platforms that run a root file system
@@ -48,6 +49,20 @@ func NewHost(name, code string, env platform.Env) (*Host, error) {
 		return nil, fmt.Errorf("%s: needs an agent binary and a state directory", name)
 	}
 	return &Host{name: name, code: code, env: env, rootfs: &Rootfs{Env: env}}, nil
+}
+
+// NewNetHost is NewHost for a platform that takes its options' network
+// as it is: it also checks that the base spec's network is one of
+// CheckNetwork's.
+func NewNetHost(name, code string, o platform.Options, env platform.Env) (*Host, error) {
+	h, err := NewHost(name, code, env)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.CheckNetwork(o.Base.Network); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // Name implements platform.Platform.
@@ -91,6 +106,37 @@ func (h *Host) CheckNetwork(n string) error {
 		return nil
 	}
 	return fmt.Errorf("%s: network=%q is %w (use none, host or bridge)", h.name, n, platform.ErrUnsupported)
+}
+
+// EngineNetwork maps a spec's network to the mode a container engine
+// (Docker, Podman) names: bridge (also for the default and nat: the bridge
+// with the spec's ports published), host or none; false for any other.
+func EngineNetwork(n string) (string, bool) {
+	switch n {
+	case platform.NetDefault, platform.NetBridge, platform.NetNAT:
+		return "bridge", true
+	case platform.NetHost:
+		return "host", true
+	case platform.NetNone:
+		return "none", true
+	}
+	return "", false
+}
+
+// EngineName is name with every character a container engine (Docker,
+// Podman) refuses in a container name, anything but ASCII letters, digits,
+// '_', '.' and '-', replaced by '-'.
+func EngineName(name string) string {
+	var sb strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
+			sb.WriteRune(r)
+		default:
+			sb.WriteByte('-')
+		}
+	}
+	return sb.String()
 }
 
 // CheckStorage accepts the storage modes these platforms offer.
@@ -274,11 +320,7 @@ func (in *Instance) Undo(ctx context.Context, err *error) {
 func (in *Instance) ID() string { return in.id }
 
 // Closed reports whether Close was called.
-func (in *Instance) Closed() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.closed
-}
+func (in *Instance) Closed() bool { return instguard.Closed(&in.mu, &in.closed) }
 
 // Ended reports whether the main process has ended.
 func (in *Instance) Ended() bool {
@@ -426,13 +468,9 @@ func (in *Instance) Wait(ctx context.Context) (int, error) {
 // network, overlay and instance directory. It cleans up also when ctx is
 // already cancelled, and a second call does nothing.
 func (in *Instance) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
+	if !instguard.First(&in.mu, &in.closed) {
 		return nil
 	}
-	in.closed = true
-	in.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	if in.Main != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -19,27 +18,23 @@ var _ platform.Footprinter = (*Instance)(nil)
 // directory for the disk it added, and gives lxc-execute, the container's
 // monitor, as the engine: LXC has no daemon.
 func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
-	var fp platform.Footprint
 	out, err := exec.CommandContext(ctx, "lxc-info", "-n", in.ID(), "-P", in.p.lxcpath, "-p", "-H").Output()
 	if err != nil {
-		return fp, fmt.Errorf("lxc-info %s: %w", in.ID(), err)
+		return platform.Footprint{}, fmt.Errorf("lxc-info %s: %w", in.ID(), err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil || pid <= 0 {
-		return fp, fmt.Errorf("lxc-info %s: no init pid in %q (is it running?)", in.ID(), out)
+		return platform.Footprint{}, fmt.Errorf("lxc-info %s: no init pid in %q (is it running?)", in.ID(), out)
 	}
 	mem, cpu, err := hostos.ProcessCgroups(pid)
 	if err != nil {
-		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
+		return platform.Footprint{}, fmt.Errorf("lxc %s: %w", in.ID(), err)
 	}
 	// a booted system's init sits in a cgroup of its own below the
 	// container's (init.scope): count the whole container, its services too
-	mem, cpu = containerCgroup(mem), containerCgroup(cpu)
-	if fp.MemoryBytes, fp.CPUSeconds, err = hostos.CgroupUsage(mem, cpu); err != nil {
-		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
-	}
-	if fp.DiskBytes, err = hostos.DisksUsage(filepath.Join(in.Dir, "upper"), filepath.Join(in.Dir, "volume")); err != nil {
-		return fp, fmt.Errorf("lxc %s: %w", in.ID(), err)
+	fp, err := in.CgroupFootprint("lxc "+in.ID(), containerCgroup(mem), containerCgroup(cpu))
+	if err != nil {
+		return fp, err
 	}
 	if in.Main != nil && in.Main.Process != nil {
 		fp.EnginePIDs = []int{in.Main.Process.Pid}

@@ -109,11 +109,8 @@ type Platform struct {
 
 // New checks the options.
 func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
-	h, err := local.NewHost("lxc", Code, env)
+	h, err := local.NewNetHost("lxc", Code, o, env)
 	if err != nil {
-		return nil, err
-	}
-	if err := h.CheckNetwork(o.Base.Network); err != nil {
 		return nil, err
 	}
 	system, err := parseInit(o.Extra["init"])

@@ -1,13 +1,11 @@
 package lxc
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -23,25 +21,11 @@ const SystemInit = "/sbin/init"
 // parseInit reads option init=: "" or "app" (an application container:
 // the main process at PID 1 under LXC's init), "system" (the image's own
 // init at PID 1).
-func parseInit(v string) (bool, error) {
-	switch v {
-	case "", "app":
-		return false, nil
-	case "system":
-		return true, nil
-	}
-	return false, fmt.Errorf("lxc: init=%q must be app or system", v)
-}
+func parseInit(v string) (bool, error) { return local.ParseInit("lxc", v) }
 
 // checkSystem refuses init=system with an image that has no init system.
 func (p *Platform) checkSystem(s platform.Spec) error {
-	if !p.system {
-		return nil
-	}
-	if err := image.CheckBootable(s.Image); err != nil {
-		return fmt.Errorf("lxc: init=system boots the image's systemd: %w", err)
-	}
-	return nil
+	return local.CheckBootable("lxc", "init=system", p.system, s)
 }
 
 // startSystem boots the container's systemd with lxc-start -F, waits for
@@ -127,33 +111,14 @@ func (in *Instance) attachArgs(argv []string) []string {
 // waitBooted waits until systemd says the boot finished (running, or
 // degraded: a unit failed, which the facts report).
 func (in *Instance) waitBooted(ctx context.Context, ended <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, image.BootTimeout)
-	defer cancel()
-	var last string
-	for {
-		var out bytes.Buffer
-		c := exec.CommandContext(ctx, "lxc-attach", in.attachArgs([]string{"systemctl", "is-system-running", "--wait"})...)
-		c.Stdout, c.Stderr = &out, &out
+	run := func(ctx context.Context, argv []string, out io.Writer) {
+		c := exec.CommandContext(ctx, "lxc-attach", in.attachArgs(argv)...)
+		c.Stdout, c.Stderr = out, out
 		c.Run()
-		last = strings.TrimSpace(out.String())
-		if st := lastLine(last); st == "running" || st == "degraded" {
-			in.bootState = st
-			return nil
-		}
-		select {
-		case <-ended:
-			return fmt.Errorf("lxc: system container %s stopped while booting: %s%s", in.ID(), in.Stderr.String(), in.log())
-		case <-ctx.Done():
-			return fmt.Errorf("lxc: system container %s did not finish booting (systemctl is-system-running said %q): %w", in.ID(), last, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-			// systemd or its D-Bus socket was not up yet
-		}
 	}
-}
-
-func lastLine(s string) string {
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
+	st, err := local.WaitBooted(ctx, run, ended, "lxc: system container "+in.ID(), func() string { return in.Stderr.String() + in.log() })
+	if err == nil {
+		in.bootState = st
 	}
-	return s
+	return err
 }

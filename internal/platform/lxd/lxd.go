@@ -54,6 +54,7 @@ import (
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/instguard"
 	"github.com/isobench/isobench/internal/platform/local"
 )
 
@@ -659,11 +660,7 @@ type Instance struct {
 // ID is the instance name ("isob-x...").
 func (in *Instance) ID() string { return in.id }
 
-func (in *Instance) isClosed() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.closed
-}
+func (in *Instance) isClosed() bool { return instguard.Closed(&in.mu, &in.closed) }
 
 // Address is the bridge lease, "" with network=none.
 func (in *Instance) Address(ctx context.Context) (string, error) {
@@ -734,13 +731,9 @@ func (in *Instance) Wait(ctx context.Context) (int, error) {
 // Close stops and deletes the container, releases its lease and removes
 // its volume directory. It is safe to call more than once.
 func (in *Instance) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
+	if !instguard.First(&in.mu, &in.closed) {
 		return nil
 	}
-	in.closed = true
-	in.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	var errs []error

@@ -1,37 +1,22 @@
 package lxd
 
 import (
-	"bytes"
 	"context"
-	"fmt"
+	"io"
 	"strings"
-	"time"
 
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/local"
 )
 
 // parseInit reads option init=: "" or "app" (the agent as the container's
 // init), "system" (the image's systemd).
-func parseInit(v string) (bool, error) {
-	switch v {
-	case "", "app":
-		return false, nil
-	case "system":
-		return true, nil
-	}
-	return false, fmt.Errorf("lxd: init=%q must be app or system", v)
-}
+func parseInit(v string) (bool, error) { return local.ParseInit("lxd", v) }
 
 // checkSystem refuses init=system with an image that has no init system.
 func (p *Platform) checkSystem(s platform.Spec) error {
-	if !p.system {
-		return nil
-	}
-	if err := image.CheckBootable(s.Image); err != nil {
-		return fmt.Errorf("lxd: init=system boots the image's systemd: %w", err)
-	}
-	return nil
+	return local.CheckBootable("lxd", "init=system", p.system, s)
 }
 
 // rawLXC is the instance's raw.lxc: the agent as init, or with
@@ -55,24 +40,12 @@ func (p *Platform) rawLXC() string {
 // waitBooted waits until systemd says the boot finished (running, or
 // degraded: a unit failed).
 func (in *Instance) waitBooted(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, image.BootTimeout)
-	defer cancel()
-	var last string
-	for {
-		var out bytes.Buffer
-		in.exec(ctx, []string{"systemctl", "is-system-running", "--wait"}, platform.ExecIO{Stdout: &out, Stderr: &out})
-		last = strings.TrimSpace(out.String())
-		if i := strings.LastIndexByte(last, '\n'); i >= 0 {
-			last = last[i+1:]
-		}
-		if last == "running" || last == "degraded" {
-			in.bootState = last
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("lxd: system container %s did not finish booting (systemctl is-system-running said %q): %w", in.id, last, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+	run := func(ctx context.Context, argv []string, out io.Writer) {
+		in.exec(ctx, argv, platform.ExecIO{Stdout: out, Stderr: out})
 	}
+	st, err := local.WaitBooted(ctx, run, nil, "lxd: system container "+in.id, nil)
+	if err == nil {
+		in.bootState = st
+	}
+	return err
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/instguard"
 	"github.com/isobench/isobench/internal/privdir"
 	"github.com/isobench/isobench/internal/spec"
 )
@@ -381,13 +382,9 @@ func (in *Instance) Wait(ctx context.Context) (int, error) {
 
 // Close kills what runs in the instance and removes its files and cgroup.
 func (in *Instance) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
+	if !instguard.First(&in.mu, &in.closed) {
 		return nil
 	}
-	in.closed = true
-	in.mu.Unlock()
 	var errs []error
 	if in.main != nil && in.main.Process != nil {
 		syscall.Kill(-in.main.Process.Pid, syscall.SIGKILL)

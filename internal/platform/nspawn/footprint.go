@@ -3,9 +3,7 @@ package nspawn
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
-	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -25,18 +23,15 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if in.Closed() || in.cg == nil || in.cg.g == nil {
 		return fp, fmt.Errorf("nspawn: instance %s is closed", in.ID())
 	}
-	memBytes, cpuSeconds, err := hostos.CgroupUsage(in.cg.g.AccountingDirs())
+	mem, cpu := in.cg.g.AccountingDirs()
+	fp, err := in.CgroupFootprint("nspawn "+in.ID(), mem, cpu)
 	if err != nil {
-		return fp, fmt.Errorf("nspawn %s: %w", in.ID(), err)
+		return fp, err
 	}
-	fp.MemoryBytes, fp.CPUSeconds = memBytes, cpuSeconds
-	if fp.DiskBytes, err = hostos.DisksUsage(filepath.Join(in.Dir, "upper"), in.Volume); err != nil {
-		return fp, fmt.Errorf("nspawn %s: %w", in.ID(), err)
-	}
-	if in.Main != nil && in.Main.Process != nil && !in.Ended() {
+	if pid := in.MainPID(); pid > 0 {
 		// "isobench agent cgexec", unshare (without --fork) and sh all
 		// exec the next one: this pid is systemd-nspawn's
-		fp.EnginePIDs = []int{in.Main.Process.Pid}
+		fp.EnginePIDs = []int{pid}
 	}
 	return fp, nil
 }

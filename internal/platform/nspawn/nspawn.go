@@ -88,11 +88,8 @@ type Platform struct {
 
 // New checks the options.
 func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Platform, error) {
-	h, err := local.NewHost("nspawn", Code, env)
+	h, err := local.NewNetHost("nspawn", Code, o, env)
 	if err != nil {
-		return nil, err
-	}
-	if err := h.CheckNetwork(o.Base.Network); err != nil {
 		return nil, err
 	}
 	boot, err := parseBoot(o.Extra["boot"])

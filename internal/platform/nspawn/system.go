@@ -1,13 +1,11 @@
 package nspawn
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -28,13 +26,7 @@ func parseBoot(v string) (bool, error) {
 
 // checkBoot refuses boot=true with an image that has no init system.
 func (p *Platform) checkBoot(s platform.Spec) error {
-	if !p.boot {
-		return nil
-	}
-	if err := image.CheckBootable(s.Image); err != nil {
-		return fmt.Errorf("nspawn: boot=true boots the image's systemd: %w", err)
-	}
-	return nil
+	return local.CheckBootable("nspawn", "boot=true", p.boot, s)
 }
 
 // prepareSystem masks the server units in the container's root.
@@ -67,28 +59,14 @@ func (in *Instance) bootSystem(ctx context.Context, s platform.Spec) error {
 	if in.leader == 0 {
 		return in.EndedAtOnce("")
 	}
-	bctx, cancel := context.WithTimeout(ctx, image.BootTimeout)
-	defer cancel()
-	var last string
-	for {
-		var out bytes.Buffer
-		in.exec(bctx, []string{"systemctl", "is-system-running", "--wait"}, platform.ExecIO{Stdout: &out, Stderr: &out})
-		last = strings.TrimSpace(out.String())
-		if i := strings.LastIndexByte(last, '\n'); i >= 0 {
-			last = last[i+1:]
-		}
-		if last == "running" || last == "degraded" {
-			in.bootState = last
-			break
-		}
-		select {
-		case <-in.Done:
-			return fmt.Errorf("nspawn: booted container %s stopped while booting: %s", in.ID(), in.Stderr.String())
-		case <-bctx.Done():
-			return fmt.Errorf("nspawn: booted container %s did not finish booting (systemctl is-system-running said %q): %w", in.ID(), last, bctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+	run := func(ctx context.Context, argv []string, out io.Writer) {
+		in.exec(ctx, argv, platform.ExecIO{Stdout: out, Stderr: out})
 	}
+	st, err := local.WaitBooted(ctx, run, in.Done, "nspawn: booted container "+in.ID(), in.Stderr.String)
+	if err != nil {
+		return err
+	}
+	in.bootState = st
 	if s.Phase != nil {
 		s.Phase("started", time.Now())
 	}

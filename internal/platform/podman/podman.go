@@ -51,6 +51,7 @@ import (
 	"github.com/isobench/isobench/internal/guestenv"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/instguard"
 	"github.com/isobench/isobench/internal/platform/local"
 )
 
@@ -275,28 +276,16 @@ func (p *Platform) image(ctx context.Context, profile string) (string, error) {
 // importImage builds the profile's root file system with build in a
 // temporary directory and streams it as a tar into `podman import`.
 func (p *Platform) importImage(ctx context.Context, build func(ctx context.Context, profile, dir string) error, profile, ref string) error {
-	if p.env.StateDir == "" {
-		return errors.New("podman image: no state directory to build the root file system in")
-	}
-	if err := os.MkdirAll(p.env.StateDir, 0o755); err != nil {
-		return fmt.Errorf("podman image: %w", err)
-	}
-	tmp, err := os.MkdirTemp(p.env.StateDir, "podman-rootfs-")
-	if err != nil {
-		return fmt.Errorf("podman image: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := build(ctx, profile, tmp); err != nil {
-		return fmt.Errorf("podman image %s: %w", ref, err)
-	}
-	fmt.Fprintf(p.log(), "podman: importing image %s\n", ref)
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(image.Tar(tmp, pw)) }()
-	defer pr.Close()
-	if _, err := podman(ctx, pr, "import", "--quiet", "--change", "LABEL "+platform.ImageLabel+"=1", "-", ref); err != nil {
-		return fmt.Errorf("podman image import %s: %w", ref, err)
-	}
-	return nil
+	return image.BuildInTemp(ctx, p.env.StateDir, "podman", profile, ref, build, func(tmp string) error {
+		fmt.Fprintf(p.log(), "podman: importing image %s\n", ref)
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(image.Tar(tmp, pw)) }()
+		defer pr.Close()
+		if _, err := podman(ctx, pr, "import", "--quiet", "--change", "LABEL "+platform.ImageLabel+"=1", "-", ref); err != nil {
+			return fmt.Errorf("podman image import %s: %w", ref, err)
+		}
+		return nil
+	})
 }
 
 // Images lists the references of profile's imported images.
@@ -323,13 +312,8 @@ func (p *Platform) RemoveImage(ctx context.Context, ref string) error {
 
 // networkArg maps a network mode to podman's --network value.
 func networkArg(n string) (string, error) {
-	switch n {
-	case platform.NetDefault, platform.NetBridge, platform.NetNAT:
-		return "bridge", nil
-	case platform.NetHost:
-		return "host", nil
-	case platform.NetNone:
-		return "none", nil
+	if mode, ok := local.EngineNetwork(n); ok {
+		return mode, nil
 	}
 	return "", fmt.Errorf("podman: network=%q is %w (use bridge, nat, host or none)", n, platform.ErrUnsupported)
 }
@@ -346,19 +330,11 @@ func checkStorage(s string) error {
 func containerName(name string) string {
 	b := make([]byte, 4)
 	rand.Read(b)
-	var sb strings.Builder
-	for _, r := range name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
-			sb.WriteRune(r)
-		default:
-			sb.WriteByte('-')
-		}
+	safe := local.EngineName(name)
+	if safe != "" {
+		safe += "-"
 	}
-	if sb.Len() > 0 {
-		sb.WriteByte('-')
-	}
-	return NamePrefix + sb.String() + hex.EncodeToString(b)
+	return NamePrefix + safe + hex.EncodeToString(b)
 }
 
 // createArgs builds `podman create`'s arguments. volDir, when not empty, is
@@ -659,20 +635,13 @@ func (in *Instance) ID() string { return in.id }
 // Name is the container name.
 func (in *Instance) Name() string { return in.name }
 
-func (in *Instance) isClosed() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.closed
-}
+func (in *Instance) isClosed() bool { return instguard.Closed(&in.mu, &in.closed) }
 
 // Exec runs argv with `podman exec`; cancelling ctx kills the podman
 // process (the command inside may outlive it).
 func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
-	if len(argv) == 0 {
-		return errors.New("podman: empty command")
-	}
-	if in.isClosed() {
-		return fmt.Errorf("podman: instance %s is closed", in.name)
+	if err := instguard.Exec("podman", in.name, argv, in.isClosed); err != nil {
+		return err
 	}
 	args := []string{"exec"}
 	if stdio.Stdin != nil {
@@ -774,13 +743,9 @@ func (in *Instance) Wait(ctx context.Context) (int, error) {
 // Close removes the container (killing it at once) and its volume
 // directory. It is safe to call more than once.
 func (in *Instance) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
+	if !instguard.First(&in.mu, &in.closed) {
 		return nil
 	}
-	in.closed = true
-	in.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	var errs []error

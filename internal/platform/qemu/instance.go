@@ -27,6 +27,7 @@ import (
 	"github.com/isobench/isobench/internal/hostnet"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
+	"github.com/isobench/isobench/internal/platform/instguard"
 	"github.com/isobench/isobench/internal/platform/qemu/vmowner"
 )
 
@@ -528,19 +529,12 @@ func (in *Instance) runMain() {
 // ID is the VM's name.
 func (in *Instance) ID() string { return in.id }
 
-func (in *Instance) isClosed() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.closed
-}
+func (in *Instance) isClosed() bool { return instguard.Closed(&in.mu, &in.closed) }
 
 // Exec runs argv in the guest through the control channel.
 func (in *Instance) Exec(ctx context.Context, argv []string, stdio platform.ExecIO) error {
-	if len(argv) == 0 {
-		return errors.New("qemu: empty command")
-	}
-	if in.isClosed() {
-		return fmt.Errorf("qemu: instance %s is closed", in.id)
+	if err := instguard.Exec("qemu", in.id, argv, in.isClosed); err != nil {
+		return err
 	}
 	ex, err := in.conn.exec(ctx, guest.ExecRequest{Argv: in.guestArgv(argv), Stdin: stdio.Stdin != nil, Dir: "/"}, stdio)
 	if err != nil {

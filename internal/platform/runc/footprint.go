@@ -9,7 +9,6 @@ import (
 
 	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
-	"github.com/isobench/isobench/internal/platform/local"
 )
 
 var _ platform.Footprinter = (*Instance)(nil)
@@ -27,16 +26,13 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 	if err != nil {
 		return fp, fmt.Errorf("%s: %w", in.p.runtime, err)
 	}
-	if fp.MemoryBytes, fp.CPUSeconds, err = hostos.CgroupUsage(mem, cpu); err != nil {
-		return fp, fmt.Errorf("%s %s: %w", in.p.runtime, in.ID(), err)
+	if fp, err = in.CgroupFootprint(in.p.runtime+" "+in.ID(), mem, cpu); err != nil {
+		return fp, err
 	}
-	if fp.DiskBytes, err = InstanceDisk(in.Instance); err != nil {
-		return fp, fmt.Errorf("%s %s: %w", in.p.runtime, in.ID(), err)
-	}
-	if in.Main != nil && in.Main.Process != nil && !in.Ended() {
+	if pid := in.MainPID(); pid > 0 {
 		// crun on a hybrid host runs as `unshare -m sh -c '... exec crun'`:
 		// unshare (without --fork) and sh exec, so this pid is crun's
-		fp.EnginePIDs = []int{in.Main.Process.Pid}
+		fp.EnginePIDs = []int{pid}
 	}
 	return fp, nil
 }
@@ -93,13 +89,6 @@ func ContainerCgroup(dir, id string) string {
 		}
 	}
 	return ""
-}
-
-// InstanceDisk is what a local instance added on disk: its overlay's
-// upper directory (the root file system's writes, the scratch directory
-// with storage=rootfs) and its volume (storage=volume).
-func InstanceDisk(in *local.Instance) (int64, error) {
-	return hostos.DisksUsage(filepath.Join(in.Dir, "upper"), in.Volume)
 }
 
 func isDir(p string) bool {

@@ -110,11 +110,8 @@ func New(ctx context.Context, runtime string, o platform.Options, env platform.E
 	if code == "" {
 		return nil, fmt.Errorf("runc: unknown OCI runtime %q (known: runc, crun)", runtime)
 	}
-	h, err := local.NewHost(runtime, code, env)
+	h, err := local.NewNetHost(runtime, code, o, env)
 	if err != nil {
-		return nil, err
-	}
-	if err := h.CheckNetwork(o.Base.Network); err != nil {
 		return nil, err
 	}
 	sc, err := ParseSeccomp(runtime, o.Extra["seccomp"])

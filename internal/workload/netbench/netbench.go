@@ -22,7 +22,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
@@ -80,44 +79,37 @@ func Defs() []workload.Def {
 	return []workload.Def{TCPStream, TCPRR, TCPCRR, Server, Client}
 }
 
-// TCPStream is bulk TCP throughput.
-var TCPStream = workload.Def{
-	Needs: workload.Needs{Network: true},
-	Name:  "tcp-stream",
-	Help:  "bulk TCP throughput between a server and N clients (iperf3-like: the bytes that arrived, counted by the receiving end, over the client's run, at the kernel's default socket buffers), Gbit/s; placement server=instance|host, client=host|instance; pinned apart (client-cpu, server-cpu) it reads 1.01-1.02 of iperf3 on loopback and the Docker bridge",
-	Params: append(placementParams(),
-		workload.Param{Name: "msg-size", Kind: workload.Size, Default: "128k", Min: 1, Max: maxMsg, Help: "bytes per write"},
-		workload.Param{Name: "direction", Kind: workload.Enum, Enum: []string{"upload", "download"}, Default: "upload", Help: "upload: clients send; download: the server sends"},
-	),
-	Check:    checkPlacement,
-	Host:     hostRun(ModeStream),
-	Timeout:  timeout,
-	Estimate: workload.DurationPlus(500 * time.Millisecond),
+// tcpDef is a network workload of mode: a server and clients placed by
+// placementParams, with params besides.
+func tcpDef(name, mode, help string, params ...workload.Param) workload.Def {
+	return workload.Def{
+		Needs:    workload.Needs{Network: true},
+		Name:     name,
+		Help:     help,
+		Params:   append(placementParams(), params...),
+		Check:    checkPlacement,
+		Host:     hostRun(mode),
+		Timeout:  timeout,
+		Estimate: workload.DurationPlus(500 * time.Millisecond),
+	}
 }
+
+// TCPStream is bulk TCP throughput.
+var TCPStream = tcpDef("tcp-stream", ModeStream,
+	"bulk TCP throughput between a server and N clients (iperf3-like: the bytes that arrived, counted by the receiving end, over the client's run, at the kernel's default socket buffers), Gbit/s; placement server=instance|host, client=host|instance; pinned apart (client-cpu, server-cpu) it reads 1.01-1.02 of iperf3 on loopback and the Docker bridge",
+	workload.Param{Name: "msg-size", Kind: workload.Size, Default: "128k", Min: 1, Max: maxMsg, Help: "bytes per write"},
+	workload.Param{Name: "direction", Kind: workload.Enum, Enum: []string{"upload", "download"}, Default: "upload", Help: "upload: clients send; download: the server sends"},
+)
 
 // TCPRR is TCP request/response latency and rate.
-var TCPRR = workload.Def{
-	Needs:    workload.Needs{Network: true},
-	Name:     "tcp-rr",
-	Help:     "TCP request/response, one outstanding per stream (netperf TCP_RR): transactions/s and latency p50/p99/avg (us)",
-	Params:   append(placementParams(), sizeParams()...),
-	Check:    checkPlacement,
-	Host:     hostRun(ModeRR),
-	Timeout:  timeout,
-	Estimate: workload.DurationPlus(500 * time.Millisecond),
-}
+var TCPRR = tcpDef("tcp-rr", ModeRR,
+	"TCP request/response, one outstanding per stream (netperf TCP_RR): transactions/s and latency p50/p99/avg (us)",
+	sizeParams()...)
 
 // TCPCRR is TCP connect/request/response/close rate.
-var TCPCRR = workload.Def{
-	Needs:    workload.Needs{Network: true},
-	Name:     "tcp-crr",
-	Help:     "TCP connect/request/response/close per stream (netperf TCP_CRR): connections/s and latency (us)",
-	Params:   append(placementParams(), sizeParams()...),
-	Check:    checkPlacement,
-	Host:     hostRun(ModeCRR),
-	Timeout:  timeout,
-	Estimate: workload.DurationPlus(500 * time.Millisecond),
-}
+var TCPCRR = tcpDef("tcp-crr", ModeCRR,
+	"TCP connect/request/response/close per stream (netperf TCP_CRR): connections/s and latency (us)",
+	sizeParams()...)
 
 // Server is the in-guest server: it listens on bind:port, reports ready,
 // and serves until a client sends stop (or its timeout passes).
@@ -305,11 +297,9 @@ func hostRun(mode string) workload.HostFunc {
 		if err := checkPlacement(p); err != nil {
 			return nil, err
 		}
-		r := &run{mode: mode, p: p, env: env, Instances: workload.NewInstances(env, "netbench")}
-		defer r.CloseAll(ctx)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		return r.do(ctx)
+		return workload.WithInstances(ctx, env, "netbench", func(ctx context.Context, g *workload.Instances) ([]workload.InstanceResult, error) {
+			return (&run{mode: mode, p: p, env: env, Instances: g}).do(ctx)
+		})
 	}
 }
 
@@ -478,34 +468,17 @@ func (r *run) hostClients(ctx context.Context, cp map[string]string, tags map[st
 	}); err != nil {
 		return nil, err
 	}
-	results := make([]workload.InstanceResult, n)
-	gate := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range cs {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-gate
-			res, err := cs[i].run(ctx)
-			if err != nil {
-				errs[i] = fmt.Errorf("client %d: %w", i, err)
-				return
-			}
-			ms, err := metrics(cfg.mode, res)
-			if err != nil {
-				errs[i] = fmt.Errorf("client %d: %w", i, err)
-				return
-			}
-			results[i] = workload.InstanceResult{Instance: i, Metrics: ms, Tags: maps.Clone(tags)}
-		}(i)
-	}
-	close(gate)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return results, nil
+	return workload.Together(n, func(i int) (workload.InstanceResult, error) {
+		res, err := cs[i].run(ctx)
+		if err != nil {
+			return workload.InstanceResult{}, fmt.Errorf("client %d: %w", i, err)
+		}
+		ms, err := metrics(cfg.mode, res)
+		if err != nil {
+			return workload.InstanceResult{}, fmt.Errorf("client %d: %w", i, err)
+		}
+		return workload.InstanceResult{Instance: i, Metrics: ms, Tags: maps.Clone(tags)}, nil
+	})
 }
 
 // instanceClients runs _net-client in every client instance, released

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
@@ -290,11 +289,9 @@ func hostRun(k kind) workload.HostFunc {
 		if env.Base.Image, err = EnsureImage(ctx, env.Platform, env.Base.Image); err != nil {
 			return nil, err
 		}
-		r := &run{k: k, p: p, env: env, Instances: workload.NewInstances(env, k.server(p))}
-		defer r.CloseAll(ctx)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		return r.do(ctx)
+		return workload.WithInstances(ctx, env, k.server(p), func(ctx context.Context, g *workload.Instances) ([]workload.InstanceResult, error) {
+			return (&run{k: k, p: p, env: env, Instances: g}).do(ctx)
+		})
 	}
 }
 
@@ -523,47 +520,29 @@ func (r *run) clients(ctx context.Context, clients []platform.Instance, host str
 	if err != nil {
 		return nil, err
 	}
-	results := make([]workload.InstanceResult, n)
-	gate := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-gate
-			cctx := ctx
-			if r.k.deadline != nil {
-				var cancel context.CancelFunc
-				cctx, cancel = context.WithTimeout(ctx, r.k.deadline(r.p))
-				defer cancel()
-			}
-			out, err := runTool(cctx, i, argv)
-			if cctx.Err() != nil && ctx.Err() == nil {
-				errs[i] = fmt.Errorf("client %d: %s did not finish within %v (it cannot connect?): %s", i, argv[0], r.k.deadline(r.p), lastLines(out, 3))
-				return
-			}
-			ms, perr := parse(strings.NewReader(out))
-			if perr != nil {
-				if err != nil {
-					perr = fmt.Errorf("%w (%v): %s", perr, err, lastLines(out, 3))
-				}
-				errs[i] = fmt.Errorf("client %d: %w", i, perr)
-				return
-			}
+	return workload.Together(n, func(i int) (workload.InstanceResult, error) {
+		cctx := ctx
+		if r.k.deadline != nil {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(ctx, r.k.deadline(r.p))
+			defer cancel()
+		}
+		out, err := runTool(cctx, i, argv)
+		if cctx.Err() != nil && ctx.Err() == nil {
+			return workload.InstanceResult{}, fmt.Errorf("client %d: %s did not finish within %v (it cannot connect?): %s", i, argv[0], r.k.deadline(r.p), lastLines(out, 3))
+		}
+		ms, perr := parse(strings.NewReader(out))
+		if perr != nil {
 			if err != nil {
-				errs[i] = fmt.Errorf("client %d: %s: %w: %s", i, argv[0], err, lastLines(out, 3))
-				return
+				perr = fmt.Errorf("%w (%v): %s", perr, err, lastLines(out, 3))
 			}
-			results[i] = workload.InstanceResult{Instance: i, Metrics: ms, Tags: maps.Clone(tags)}
-		}(i)
-	}
-	close(gate)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return results, nil
+			return workload.InstanceResult{}, fmt.Errorf("client %d: %w", i, perr)
+		}
+		if err != nil {
+			return workload.InstanceResult{}, fmt.Errorf("client %d: %s: %w: %s", i, argv[0], err, lastLines(out, 3))
+		}
+		return workload.InstanceResult{Instance: i, Metrics: ms, Tags: maps.Clone(tags)}, nil
+	})
 }
 
 // redact replaces secret in err's message (an exec error quotes the

@@ -31,7 +31,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -88,9 +87,15 @@ var Server = workload.Def{
 		}
 		return nil
 	},
-	Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-		// after "go" the host sends nothing more: the end of input means
-		// the clients are done (or the host is gone)
+	Agent: UntilInputEnds(serve),
+}
+
+// UntilInputEnds is the agent function of a server that serve runs: after
+// "go" the host sends nothing more, so once serve's ready barrier is
+// passed the end of the agent's input (the clients are done, or the host
+// is gone) closes stop.
+func UntilInputEnds(serve func(ctx context.Context, p workload.Params, ready workload.Barrier, stop <-chan struct{}) ([]sample.Metric, error)) workload.AgentFunc {
+	return func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
 		stop := make(chan struct{})
 		return serve(ctx, p, func() error {
 			if err := ready(); err != nil {
@@ -99,7 +104,7 @@ var Server = workload.Def{
 			go func() { io.Copy(io.Discard, os.Stdin); close(stop) }()
 			return nil
 		}, stop)
-	},
+	}
 }
 
 // LogTail is the in-guest reader of a server's log: it always fails, with
@@ -466,16 +471,7 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
-// proc is a started server.
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-	log  *os.File
-	once sync.Once
-}
-
-func start(c config, argv []string) (*proc, error) {
+func start(c config, argv []string) (*Proc, error) {
 	bin, err := exec.LookPath(argv[0])
 	if err != nil {
 		for _, d := range []string{"/usr/sbin", "/usr/bin", "/sbin"} {
@@ -488,38 +484,7 @@ func start(c config, argv []string) (*proc, error) {
 			return nil, fmt.Errorf("service %s: %s is not installed here (the debian image has it; natively: apt-get install %s)", c.kind, argv[0], debianPackage(c.kind))
 		}
 	}
-	lf, err := os.OpenFile(logFile(c.dir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("service: %w", err)
-	}
-	cmd := exec.Command(bin, argv[1:]...)
-	cmd.Dir = c.dir
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("service %s: %w", c.kind, err)
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{}), log: lf}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	return p, nil
-}
-
-// stop asks the server to stop (SIGTERM to its process group), then kills
-// it after a grace period.
-func (p *proc) stop() {
-	p.once.Do(func() {
-		pg := -p.cmd.Process.Pid
-		syscall.Kill(pg, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Second):
-			syscall.Kill(pg, syscall.SIGKILL)
-			<-p.done
-		}
-		syscall.Kill(pg, syscall.SIGKILL) // workers left in the group
-		p.log.Close()
-	})
+	return StartProc("service", c.kind, bin, argv[1:], c.dir, logFile(c.dir), 20*time.Second)
 }
 
 func debianPackage(kind string) string {
@@ -554,13 +519,10 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	if err != nil {
 		return nil, err
 	}
-	defer pr.stop()
-	probeAddr := c.bind
-	if probeAddr == "0.0.0.0" || probeAddr == "" {
-		probeAddr = "127.0.0.1"
-	}
-	if err := waitReady(ctx, pr, c, net.JoinHostPort(probeAddr, strconv.Itoa(c.port)), p.Duration("ready-timeout")); err != nil {
-		pr.stop()
+	defer pr.Stop()
+	probeAddr := ProbeAddr(c.bind, c.port)
+	if err := waitReady(ctx, pr, c, probeAddr, p.Duration("ready-timeout")); err != nil {
+		pr.Stop()
 		return nil, fmt.Errorf("service %s: %w; %s%s", kind, err, logMarker, logTail(dir, logLines))
 	}
 	readyMs := float64(time.Since(began).Microseconds()) / 1000
@@ -569,29 +531,26 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Duration("timeout"))
 	defer cancel()
-	select {
-	case <-stop:
-	case <-ctx.Done():
-	case <-pr.done:
-		return nil, fmt.Errorf("service %s died while serving (%v); %s%s", kind, pr.err, logMarker, logTail(dir, logLines))
+	if !pr.Serve(ctx, stop) {
+		return nil, fmt.Errorf("service %s died while serving (%v); %s%s", kind, pr.Err, logMarker, logTail(dir, logLines))
 	}
 	select {
-	case <-pr.done:
-		return nil, fmt.Errorf("service %s died while serving (%v); %s%s", kind, pr.err, logMarker, logTail(dir, logLines))
+	case <-pr.Done:
+		return nil, fmt.Errorf("service %s died while serving (%v); %s%s", kind, pr.Err, logMarker, logTail(dir, logLines))
 	default:
 	}
 	// still answering after the clients are done?
-	if err := probe(ctx, c, net.JoinHostPort(probeAddr, strconv.Itoa(c.port))); err != nil {
-		pr.stop()
+	if err := probe(ctx, c, probeAddr); err != nil {
+		pr.Stop()
 		return nil, fmt.Errorf("service %s stopped answering while serving (%v); %s%s", kind, err, logMarker, logTail(dir, logLines))
 	}
-	pr.stop()
-	return []sample.Metric{{Name: ReadyMetric, Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}, Setup(setup)}, nil
+	pr.Stop()
+	return StartMetrics(readyMs, setup), nil
 }
 
 // waitReady probes addr until the server gives a good answer, it exits, or
 // the timeout passes.
-func waitReady(ctx context.Context, pr *proc, c config, addr string, timeout time.Duration) error {
+func waitReady(ctx context.Context, pr *Proc, c config, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
@@ -603,8 +562,8 @@ func waitReady(ctx context.Context, pr *proc, c config, addr string, timeout tim
 			return last // a web server answering errors will not get better
 		}
 		select {
-		case <-pr.done:
-			return fmt.Errorf("the server exited before it answered (%v)", pr.err)
+		case <-pr.Done:
+			return fmt.Errorf("the server exited before it answered (%v)", pr.Err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(delay):

@@ -8,7 +8,6 @@ package startup
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -93,25 +92,9 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 func run(ctx context.Context, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
 	timeout := p.Duration("timeout")
-	n := env.Instances
-	results := make([]workload.InstanceResult, n)
-	errs := make([]error, n)
-	release := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-release
-			results[i], errs[i] = one(ctx, env, i, timeout)
-		}(i)
-	}
-	close(release)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return results, nil
+	return workload.Together(env.Instances, func(i int) (workload.InstanceResult, error) {
+		return one(ctx, env, i, timeout)
+	})
 }
 
 func one(ctx context.Context, env workload.HostEnv, i int, timeout time.Duration) (workload.InstanceResult, error) {

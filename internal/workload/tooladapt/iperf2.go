@@ -175,11 +175,9 @@ type iperf2Run struct {
 }
 
 func runIperf2(ctx context.Context, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
-	r := &iperf2Run{p: p, env: env, Instances: workload.NewInstances(env, "iperf2")}
-	defer r.CloseAll(ctx)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	return r.do(ctx)
+	return workload.WithInstances(ctx, env, "iperf2", func(ctx context.Context, g *workload.Instances) ([]workload.InstanceResult, error) {
+		return (&iperf2Run{p: p, env: env, Instances: g}).do(ctx)
+	})
 }
 
 func (r *iperf2Run) do(ctx context.Context) ([]workload.InstanceResult, error) {

@@ -223,44 +223,45 @@ func runSysbenchMemory(ctx context.Context, p workload.Params, ready workload.Ba
 }
 
 func runSysbenchFileIO(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-	bin, dir, cleanup, err := toolInFreshDir(sysbench.Binary, "sysbench-fileio-")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 	f := sysbench.FileIO{
 		Threads: p.Int("threads"), BlockSize: p.Size("block-size"), TotalSize: p.Size("total-size"),
 		Files: p.Int("files"), Mode: p.Str("mode"), Direct: p.Bool("direct"), Duration: p.Duration("duration"),
 	}
-	if _, err := runTool(ctx, dir, bin, f.Args("prepare")...); err != nil {
-		return nil, fmt.Errorf("sysbench fileio prepare: %w", err)
-	}
-	out, err := timedRun(ctx, ready, dir, bin, f.Args("run"))
-	if err != nil {
-		return nil, err
-	}
-	return parseOutput("sysbench", out, sysbench.Parse)
+	return preparedRun(ctx, ready, sysbench.Binary, "sysbench-fileio-", "sysbench fileio prepare", "sysbench", func(string) (prepare, run []string) {
+		return f.Args("prepare"), f.Args("run")
+	}, sysbench.Parse)
 }
 
-func runFio(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-	bin, dir, cleanup, err := toolInFreshDir(fio.Binary, "fio-")
+// preparedRun runs a tool that lays its files out first, in a fresh
+// directory named prefix* that is removed after: args gives, for that
+// directory, the untimed preparing step's arguments (what names it in an
+// error) and the timed run's; tool names it to parseOutput.
+func preparedRun(ctx context.Context, ready workload.Barrier, binary, prefix, what, tool string, args func(dir string) (prepare, run []string), parse func(io.Reader) ([]sample.Metric, error)) ([]sample.Metric, error) {
+	bin, dir, cleanup, err := toolInFreshDir(binary, prefix)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	job := fio.Job{
-		Name: "isobench", Directory: dir, Pattern: p.Str("pattern"), BS: p.Size("bs"), Size: p.Size("size"),
-		Direct: p.Bool("direct"), IODepth: p.Int("iodepth"), Jobs: p.Int("jobs"),
-		Duration: p.Duration("duration"), IOEngine: p.Str("ioengine"),
+	prep, run := args(dir)
+	if _, err := runTool(ctx, dir, bin, prep...); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if _, err := runTool(ctx, dir, bin, job.CreateArgs()...); err != nil {
-		return nil, fmt.Errorf("fio layout: %w", err)
-	}
-	out, err := timedRun(ctx, ready, dir, bin, job.Args())
+	out, err := timedRun(ctx, ready, dir, bin, run)
 	if err != nil {
 		return nil, err
 	}
-	return parseOutput("fio", out, fio.Parse)
+	return parseOutput(tool, out, parse)
+}
+
+func runFio(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+	return preparedRun(ctx, ready, fio.Binary, "fio-", "fio layout", "fio", func(dir string) (prepare, run []string) {
+		job := fio.Job{
+			Name: "isobench", Directory: dir, Pattern: p.Str("pattern"), BS: p.Size("bs"), Size: p.Size("size"),
+			Direct: p.Bool("direct"), IODepth: p.Int("iodepth"), Jobs: p.Int("jobs"),
+			Duration: p.Duration("duration"), IOEngine: p.Str("ioengine"),
+		}
+		return job.CreateArgs(), job.Args()
+	}, fio.Parse)
 }
 
 func runIperf3(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {

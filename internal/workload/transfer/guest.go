@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/isobench/isobench/internal/dataset"
@@ -67,16 +65,7 @@ var Server = workload.Def{
 		{Name: "timeout", Kind: workload.Duration, Default: "2h", Min: 1, Max: 86400, Help: "stop after this long even if the host does not say so"},
 	},
 	Check: checkServer,
-	Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-		stop := make(chan struct{})
-		return serve(ctx, p, func() error {
-			if err := ready(); err != nil {
-				return err
-			}
-			go func() { io.Copy(io.Discard, os.Stdin); close(stop) }()
-			return nil
-		}, stop)
-	},
+	Agent: service.UntilInputEnds(serve),
 }
 
 // reAuthKey is the one authorized_keys line the scp server accepts: a key
@@ -191,12 +180,8 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	if err != nil {
 		return nil, err
 	}
-	defer pr.stop()
-	probe := g.bind
-	if probe == "0.0.0.0" || probe == "" {
-		probe = "127.0.0.1"
-	}
-	if err := waitListening(ctx, pr, net.JoinHostPort(probe, strconv.Itoa(g.port)), p.Duration("ready-timeout")); err != nil {
+	defer pr.Stop()
+	if err := waitListening(ctx, pr, service.ProbeAddr(g.bind, g.port), p.Duration("ready-timeout")); err != nil {
 		return nil, fmt.Errorf("transfer %s server: %w; %s", g.proto, err, g.logTail())
 	}
 	readyMs := float64(time.Since(began).Microseconds()) / 1000
@@ -205,13 +190,10 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Duration("timeout"))
 	defer cancel()
-	select {
-	case <-stop:
-	case <-ctx.Done():
-	case <-pr.done:
-		return nil, fmt.Errorf("transfer %s server died while serving (%v); %s", g.proto, pr.err, g.logTail())
+	if !pr.Serve(ctx, stop) {
+		return nil, fmt.Errorf("transfer %s server died while serving (%v); %s", g.proto, pr.Err, g.logTail())
 	}
-	ms := []sample.Metric{{Name: service.ReadyMetric, Value: readyMs, Unit: "ms", Better: sample.Lower, Agg: sample.None}, service.Setup(setup)}
+	ms := service.StartMetrics(readyMs, setup)
 	if g.proto == SMTP {
 		n, err := g.checkMail(ctx, pr)
 		if err != nil {
@@ -219,7 +201,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		}
 		return append(ms, sample.Metric{Name: "delivered", Value: float64(n), Unit: "count", Better: sample.Higher, Agg: sample.Sum}), nil
 	}
-	pr.stop()
+	pr.Stop()
 	if !upload || !p.Bool("verify") {
 		return ms, nil
 	}
@@ -244,8 +226,8 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 // random): it waits until Postfix's queue is empty and returns how many
 // messages were delivered, for the host to compare with what postal
 // says it sent.
-func (g guest) checkMail(ctx context.Context, pr *proc) (int, error) {
-	defer pr.stop()
+func (g guest) checkMail(ctx context.Context, pr *service.Proc) (int, error) {
+	defer pr.Stop()
 	if !g.p.Bool("verify") {
 		return 0, nil
 	}
@@ -262,7 +244,7 @@ func (g guest) checkMail(ctx context.Context, pr *proc) (int, error) {
 			time.Sleep(100 * time.Millisecond)
 			accepted = acceptedCount(g.log())
 		}
-		pr.stop()
+		pr.Stop()
 		if g.p.Str("inject") == InjectTruncate {
 			es, _ := os.ReadDir(filepath.Join(box, "new"))
 			if len(es) > 0 {
@@ -278,7 +260,7 @@ func (g guest) checkMail(ctx context.Context, pr *proc) (int, error) {
 	if err := waitDelivered(ctx, pr, box, clients*messages, wait); err != nil {
 		return 0, fmt.Errorf("transfer smtp: %w; %s", err, g.logTail())
 	}
-	pr.stop()
+	pr.Stop()
 	if g.p.Str("inject") == InjectTruncate {
 		es, _ := os.ReadDir(filepath.Join(box, "new"))
 		if len(es) == 0 {
@@ -522,59 +504,17 @@ func debPkg(bin string) string {
 	return bin
 }
 
-// proc is a started server.
-type proc struct {
-	cmd     *exec.Cmd
-	done    chan struct{}
-	err     error
-	log     *os.File
-	stopped bool
-}
-
-func startProc(g guest, argv []string) (*proc, error) {
+func startProc(g guest, argv []string) (*service.Proc, error) {
 	bin, err := lookSbin(argv[0])
 	if err != nil {
 		return nil, err
 	}
-	lf, err := os.OpenFile(g.log(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("transfer: %w", err)
-	}
-	cmd := exec.Command(bin, argv[1:]...)
-	cmd.Dir = g.dir
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("transfer %s: %w", g.proto, err)
-	}
-	pr := &proc{cmd: cmd, done: make(chan struct{}), log: lf}
-	go func() { pr.err = cmd.Wait(); close(pr.done) }()
-	return pr, nil
-}
-
-// stop ends the server's process group: SIGTERM, SIGKILL after a grace
-// period, and SIGKILL for workers left in the group.
-func (p *proc) stop() {
-	if p.stopped {
-		return
-	}
-	p.stopped = true
-	pg := -p.cmd.Process.Pid
-	syscall.Kill(pg, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		syscall.Kill(pg, syscall.SIGKILL)
-		<-p.done
-	}
-	syscall.Kill(pg, syscall.SIGKILL)
-	p.log.Close()
+	return service.StartProc("transfer", g.proto, bin, argv[1:], g.dir, g.log(), 15*time.Second)
 }
 
 // waitListening connects to addr until it accepts, the server exits or
 // the timeout passes.
-func waitListening(ctx context.Context, pr *proc, addr string, timeout time.Duration) error {
+func waitListening(ctx context.Context, pr *service.Proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
 		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
@@ -583,8 +523,8 @@ func waitListening(ctx context.Context, pr *proc, addr string, timeout time.Dura
 			return nil
 		}
 		select {
-		case <-pr.done:
-			return fmt.Errorf("the server exited before it listened (%v)", pr.err)
+		case <-pr.Done:
+			return fmt.Errorf("the server exited before it listened (%v)", pr.Err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(delay):

@@ -20,6 +20,7 @@ import (
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/tools/postal"
 	"github.com/isobench/isobench/internal/workload"
+	"github.com/isobench/isobench/internal/workload/service"
 )
 
 // SMTP is the mail workload's name.
@@ -178,7 +179,7 @@ func sendOne(c *smtp.Client, client, k int, body []byte) error {
 
 // waitQueueEmpty waits until Postfix's queue holds no message (twice in a
 // row, 200 ms apart); deferred mail is a failure.
-func waitQueueEmpty(ctx context.Context, pr *proc, queue string, timeout time.Duration) error {
+func waitQueueEmpty(ctx context.Context, pr *service.Proc, queue string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	empty := 0
 	for {
@@ -202,8 +203,8 @@ func waitQueueEmpty(ctx context.Context, pr *proc, queue string, timeout time.Du
 			return fmt.Errorf("%d messages still queued after %v", n, timeout)
 		}
 		select {
-		case <-pr.done:
-			return fmt.Errorf("postfix died with %d messages queued (%v)", n, pr.err)
+		case <-pr.Done:
+			return fmt.Errorf("postfix died with %d messages queued (%v)", n, pr.Err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
@@ -304,7 +305,7 @@ func maildirCount(box string) int {
 
 // waitDelivered waits until want messages are in box (Postfix delivers
 // after accepting), the server dies, or timeout passes.
-func waitDelivered(ctx context.Context, pr *proc, box string, want int, timeout time.Duration) error {
+func waitDelivered(ctx context.Context, pr *service.Proc, box string, want int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		n := maildirCount(box)
@@ -315,8 +316,8 @@ func waitDelivered(ctx context.Context, pr *proc, box string, want int, timeout 
 			return fmt.Errorf("%d of %d messages delivered within %v", n, want, timeout)
 		}
 		select {
-		case <-pr.done:
-			return fmt.Errorf("postfix died with %d of %d messages delivered (%v)", n, want, pr.err)
+		case <-pr.Done:
+			return fmt.Errorf("postfix died with %d of %d messages delivered (%v)", n, want, pr.Err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
