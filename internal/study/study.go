@@ -246,6 +246,10 @@ func IDs() []string {
 func Raw(id string) ([]byte, error) {
 	b, err := files.ReadFile(path.Join("files", id+".yaml"))
 	if err != nil {
+		looksLikeFile := strings.ContainsRune(id, '/') || strings.HasSuffix(id, ".yaml") || strings.HasSuffix(id, ".yml")
+		if looksLikeFile && fmt.Sprintf("%q", id) == `"`+id+`"` && !strings.ContainsAny(id, " '") { // printed as given
+			return nil, fmt.Errorf("no built-in study %q (known: %s); a study file runs with 'isobench run %s' and its plan with 'isobench run %s --dry-run'", id, strings.Join(IDs(), ", "), id, id)
+		}
 		return nil, fmt.Errorf("no built-in study %q (known: %s)", id, strings.Join(IDs(), ", "))
 	}
 	return b, nil
