@@ -214,6 +214,12 @@ func (f File) VerdictScales() []string {
 	paper := f.Study.paperReps
 	if f.Study.Scale == "" || f.Study.Scale == ScalePaper {
 		paper = f.Reps
+	} else if paper == "" {
+		// a built-in study written out at another scale and read back:
+		// the paper's repetitions are the built-in file's
+		if b, err := Load(f.Study.ID); err == nil {
+			paper = b.Reps
+		}
 	}
 	if givesVerdicts(paper) {
 		out = append(out, ScalePaper)
