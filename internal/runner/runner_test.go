@@ -527,11 +527,11 @@ func TestWorkloadGetsTheImageItNeeds(t *testing.T) {
 	own := probe.def()
 	own.Name = "needsimg"
 	own.Needs.Image = "spark"
-	reg, a, _ := setup(t, probe.def(), own)
-	p := &imagePlatform{Platform: a}
+	reg, a, b := setup(t, probe.def(), own)
+	p, host := &imagePlatform{Platform: a}, &imagePlatform{Platform: b}
 	r := &runner.Runner{Sink: &memSink{}, RunID: 1}
 	plan := runner.Plan{
-		Targets:   []runner.Target{{Label: "a", Name: "a", Platform: p}},
+		Targets:   []runner.Target{{Label: "a", Name: "a", Platform: p}, {Label: "h", Name: "h", Platform: host, Host: true}},
 		Jobs:      []runner.Job{job(t, reg, "probe", nil), job(t, reg, "needsimg", nil)},
 		Instances: []int{1},
 		Reps:      2,
@@ -545,5 +545,8 @@ func TestWorkloadGetsTheImageItNeeds(t *testing.T) {
 	}
 	if len(p.prepared) == 0 || slices.ContainsFunc(p.prepared, func(s string) bool { return s != "spark" }) {
 		t.Fatalf("prepared %v, want spark", p.prepared)
+	}
+	if len(host.prepared) != 0 {
+		t.Fatalf("the host target prepared %v", host.prepared)
 	}
 }
