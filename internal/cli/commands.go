@@ -202,7 +202,8 @@ func cmdWorkloads(st *State, args []string) error {
 		fmt.Fprintf(st.Stdout, "%s (%s): %s\n", d.Name, where, d.Help)
 		for _, p := range d.Params {
 			def, help := p.Describe()
-			fmt.Fprintf(st.Stdout, "    %-16s default %-10s %s\n", p.Name, def, help)
+			// a default longer than its column is still set off by two spaces
+			fmt.Fprintf(st.Stdout, "    %-16s default %-*s %s\n", p.Name, max(10, len(def)+1), def, help)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -171,10 +172,7 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 		study.Reps = "5"
 		plan.Reps = 5
 	case study.Reps == "auto":
-		capN := study.RepsCap
-		if capN == 0 {
-			capN = 30
-		}
+		capN := cmp.Or(study.RepsCap, defaultRepsCap)
 		if study.Target == 0 {
 			study.Target = 2
 		}
@@ -343,6 +341,10 @@ func duetPlan(plan *runner.Plan, targets []target) error {
 	return nil
 }
 
+// defaultRepsCap is --reps auto's cap when neither --reps-cap nor the study
+// file's reps_cap gives one (run -h's --reps-cap default).
+const defaultRepsCap = 30
+
 // printPlan is run --dry-run: the matrix as the study planner sees it
 // (cells, runs, estimated time), after every check that needs nothing
 // started.
@@ -350,7 +352,7 @@ func printPlan(st *State, s Study) error {
 	f := study.File{Platforms: s.Platforms, Workloads: s.Workloads, Instances: s.Instances, Reps: s.Reps, Warmup: s.Warmup,
 		Baseline: s.Baseline, Image: s.Image, Study: s.About}
 	if s.Reps == "auto" {
-		f.Reps = strconv.Itoa(max(s.RepsCap, 3))
+		f.Reps = strconv.Itoa(max(cmp.Or(s.RepsCap, defaultRepsCap), 3))
 	}
 	p, err := study.NewPlan(f, st.Workloads, st.Platforms)
 	if err != nil {

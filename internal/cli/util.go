@@ -13,6 +13,7 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/store"
+	"github.com/isobench/isobench/internal/suggest"
 	"github.com/isobench/isobench/internal/workload"
 )
 
@@ -116,46 +117,8 @@ func writeOutput(what, path, db string, write func(io.Writer) error) error {
 	return nil
 }
 
-// closest is the name in known nearest to name, for "did you mean": within
-// an edit distance of a third of its length (at least 1, at most 3: dokcer
-// -> docker, workload -> workloads), or "" when none is that close.
-func closest(name string, known []string) string {
-	best, bestD := "", min(3, max(1, len([]rune(name))/3))+1
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Damerau-Levenshtein distance (optimal string
-// alignment) of a and b: insertions, deletions, substitutions and swaps
-// of two neighbours each cost 1.
-func editDistance(a, b string) int {
-	x, y := []rune(a), []rune(b)
-	d := make([][]int, len(x)+1)
-	for i := range d {
-		d[i] = make([]int, len(y)+1)
-		d[i][0] = i
-	}
-	for j := range y {
-		d[0][j+1] = j + 1
-	}
-	for i := 1; i <= len(x); i++ {
-		for j := 1; j <= len(y); j++ {
-			cost := 1
-			if x[i-1] == y[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(x)][len(y)]
-}
+// closest is suggest.Closest: the "did you mean" for name among known.
+func closest(name string, known []string) string { return suggest.Closest(name, known) }
 
 // unknownName is the error for a platform or workload name that is not
 // one of known, with "did you mean" for a near miss; nil when it is known.
@@ -188,6 +151,10 @@ func (st *State) lookupWorkload(name string) (workload.Def, error) {
 	if err != nil {
 		if e := unknownName("workload", name, st.Workloads.Names()); e != nil {
 			err = e
+			// a platform given as a workload (docker, or dokcer)
+			if p := closest(name, st.Platforms.Names()); p != "" && closest(name, st.Workloads.Names()) == "" {
+				err = fmt.Errorf("unknown workload %q: %s is a platform: --platform %s (workloads: %s)", name, p, p, strings.Join(st.Workloads.Names(), ", "))
+			}
 		}
 	}
 	return d, err

@@ -72,3 +72,15 @@ func TestWarnings(t *testing.T) {
 		t.Error("selected")
 	}
 }
+
+// The fingerprint records the version and the commit stamped at link time
+// (the Makefile's -X flags set Version and commit).
+func TestFingerprintRecordsTheBuild(t *testing.T) {
+	savedV, savedC := Version, commit
+	defer func() { Version, commit = savedV, savedC }()
+	Version, commit = "v1.2.3", "0123456789ab-dirty"
+	f := Fingerprint()
+	if f["isobench_version"] != "v1.2.3" || f["isobench_commit"] != "0123456789ab-dirty" {
+		t.Fatalf("isobench_version %q, isobench_commit %q", f["isobench_version"], f["isobench_commit"])
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/suggest"
 )
 
 // Network modes.
@@ -244,6 +245,9 @@ func ParseOptions(s string, allowedExtra ...string) (Options, error) {
 			if !ok {
 				all := append([]string{"cpus", "memory", "network", "storage"}, allowedExtra...)
 				sort.Strings(all)
+				if near := suggest.Closest(k, all); near != "" {
+					return Options{}, fmt.Errorf("%s has no option %q: did you mean %s? (it has: %s)", sp.Name, k, near, strings.Join(all, ", "))
+				}
 				return Options{}, fmt.Errorf("%s has no option %q (it has: %s)", sp.Name, k, strings.Join(all, ", "))
 			}
 			o.Extra[k] = v

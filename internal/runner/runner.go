@@ -503,11 +503,24 @@ func (r *Runner) repOn(ctx context.Context, p Plan, t Target, job Job, n, rep in
 	if job.Def.Timeout != nil {
 		timeout = job.Def.Timeout(job.Params)
 	}
+	// A workload that runs its instances from an image of its own
+	// (workload.Needs.Image: spark's) gets it whatever the run's --image,
+	// prepared here, outside the repetition's bound (a cold image is built
+	// first; later repetitions find it ready); the host itself (native,
+	// here or over SSH) has no image to prepare.
+	img := cmp.Or(job.Def.Needs.Image, t.Image, p.Image)
+	if job.Def.Needs.Image != "" && !t.Host {
+		if pr, ok := t.Platform.(platform.Preparer); ok {
+			if err := pr.Prepare(ctx, img); err != nil {
+				return nil, fmt.Errorf("preparing the %s image %s runs in: %w", img, job.Def.Name, err)
+			}
+		}
+	}
 	bound := timeout + r.InstanceTimeout
 	ctx, cancel := context.WithTimeoutCause(ctx, bound, &BoundError{What: fmt.Sprintf("the repetition (the workload's timeout of %v and %v to create and remove instances)", timeout, r.InstanceTimeout), Bound: bound})
 	defer cancel()
 	base := t.Base
-	base.Image = cmp.Or(t.Image, p.Image)
+	base.Image = img
 	base.Labels = map[string]string{platform.Label: "1"}
 	if r.Token != "" {
 		base.Labels[RunLabel] = r.Token

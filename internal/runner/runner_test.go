@@ -3,12 +3,14 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/runner"
 	"github.com/isobench/isobench/internal/sample"
 	fake "github.com/isobench/isobench/internal/testkit/fakeplatform"
@@ -493,5 +495,62 @@ func TestRatesOverTheCommonWindow(t *testing.T) {
 	}
 	if windows != 1 {
 		t.Errorf("%d window samples, want 1 (for 3 instances)", windows)
+	}
+}
+
+// imagePlatform is a fake platform that records the image of every
+// instance it creates and every image it is asked to prepare.
+type imagePlatform struct {
+	*fake.Platform
+	mu       sync.Mutex
+	created  []string
+	prepared []string
+}
+
+func (p *imagePlatform) Create(ctx context.Context, s platform.Spec) (platform.Instance, error) {
+	p.mu.Lock()
+	p.created = append(p.created, s.Image)
+	p.mu.Unlock()
+	return p.Platform.Create(ctx, s)
+}
+
+func (p *imagePlatform) Prepare(_ context.Context, profile string) error {
+	p.mu.Lock()
+	p.prepared = append(p.prepared, profile)
+	p.mu.Unlock()
+	return nil
+}
+
+// A workload that declares the image it runs its instances from
+// (workload.Needs.Image: spark's) gets that image, prepared before its
+// instances are created, whatever the plan's image; the others keep the
+// plan's (issue 27, defect 15: spark on docker without --image spark ran
+// on the minimal image and failed for want of spark-submit).
+func TestWorkloadGetsTheImageItNeeds(t *testing.T) {
+	probe := &barrierProbe{}
+	own := probe.def()
+	own.Name = "needsimg"
+	own.Needs.Image = "spark"
+	reg, a, b := setup(t, probe.def(), own)
+	p, host := &imagePlatform{Platform: a}, &imagePlatform{Platform: b}
+	r := &runner.Runner{Sink: &memSink{}, RunID: 1}
+	plan := runner.Plan{
+		Targets:   []runner.Target{{Label: "a", Name: "a", Platform: p}, {Label: "h", Name: "h", Platform: host, Host: true}},
+		Jobs:      []runner.Job{job(t, reg, "probe", nil), job(t, reg, "needsimg", nil)},
+		Instances: []int{1},
+		Reps:      2,
+		Image:     "minimal",
+	}
+	if err := r.Run(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.created, " "); got != "minimal minimal spark spark" {
+		t.Fatalf("instances' images: %s, want minimal minimal spark spark", got)
+	}
+	if len(p.prepared) == 0 || slices.ContainsFunc(p.prepared, func(s string) bool { return s != "spark" }) {
+		t.Fatalf("prepared %v, want spark", p.prepared)
+	}
+	if len(host.prepared) != 0 {
+		t.Fatalf("the host target prepared %v", host.prepared)
 	}
 }

@@ -214,6 +214,12 @@ func (f File) VerdictScales() []string {
 	paper := f.Study.paperReps
 	if f.Study.Scale == "" || f.Study.Scale == ScalePaper {
 		paper = f.Reps
+	} else if paper == "" {
+		// a built-in study written out at another scale and read back:
+		// the paper's repetitions are the built-in file's
+		if b, err := Load(f.Study.ID); err == nil {
+			paper = b.Reps
+		}
 	}
 	if givesVerdicts(paper) {
 		out = append(out, ScalePaper)
@@ -246,6 +252,10 @@ func IDs() []string {
 func Raw(id string) ([]byte, error) {
 	b, err := files.ReadFile(path.Join("files", id+".yaml"))
 	if err != nil {
+		looksLikeFile := strings.ContainsRune(id, '/') || strings.HasSuffix(id, ".yaml") || strings.HasSuffix(id, ".yml")
+		if looksLikeFile && fmt.Sprintf("%q", id) == `"`+id+`"` && !strings.ContainsAny(id, " '") { // printed as given
+			return nil, fmt.Errorf("no built-in study %q (known: %s); a study file runs with 'isobench run %s' and its plan with 'isobench run %s --dry-run'", id, strings.Join(IDs(), ", "), id, id)
+		}
 		return nil, fmt.Errorf("no built-in study %q (known: %s)", id, strings.Join(IDs(), ", "))
 	}
 	return b, nil

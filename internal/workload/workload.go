@@ -20,6 +20,7 @@ import (
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
 	"github.com/isobench/isobench/internal/spec"
+	"github.com/isobench/isobench/internal/suggest"
 )
 
 // Kind of a parameter, deciding how its value is validated.
@@ -224,6 +225,9 @@ func (d Def) Resolve(raw map[string]string) (Params, error) {
 	for k, v := range raw {
 		p, ok := known[k]
 		if !ok {
+			if near := suggest.Closest(k, d.names()); near != "" {
+				return Params{}, fmt.Errorf("workload %s has no parameter %q: did you mean %s? (it has: %s)", d.Name, k, near, d.paramNames())
+			}
 			return Params{}, fmt.Errorf("workload %s has no parameter %q (it has: %s)", d.Name, k, d.paramNames())
 		}
 		if err := p.check(v); err != nil {
@@ -711,4 +715,13 @@ func Seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 // parameter, plus extra for its setup.
 func DurationPlus(extra time.Duration) func(Params) time.Duration {
 	return func(p Params) time.Duration { return p.Duration("duration") + extra }
+}
+
+// names are d's parameter names in declaration order.
+func (d Def) names() []string {
+	var out []string
+	for _, p := range d.Params {
+		out = append(out, p.Name)
+	}
+	return out
 }

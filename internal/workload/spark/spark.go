@@ -70,7 +70,7 @@ var Def = workload.Def{
 		// JVM start and the job over its input at ~20 MB/s on 2 cores
 		return workload.Seconds(15 + float64(p.Size("size"))/20e6)
 	},
-	Help: "HiBench on Spark (study 003): wordcount, terasort, pagerank or kmeans in local mode on generated input (untimed, cached); job duration and throughput, output verified; needs --image spark in instances (native: the host's java and pyspark). Study sizes: wordcount/terasort 10g, pagerank 512m, kmeans 4g",
+	Help: "HiBench on Spark (study 003): wordcount, terasort, pagerank or kmeans in local mode on generated input (untimed, cached); job duration and throughput, output verified; runs in the spark image whatever --image (native: the host's java and pyspark). Study sizes: wordcount/terasort 10g, pagerank 512m, kmeans 4g",
 	Params: []workload.Param{
 		{Name: "job", Kind: workload.Enum, Default: "wordcount", Enum: Jobs, Help: "HiBench job"},
 		{Name: "size", Kind: workload.Size, Default: "32m", Min: 1 << 10, Max: 1 << 40, Help: "input size in bytes (study 003: 10g wordcount/terasort, 512m pagerank, 4g kmeans)"},
