@@ -108,8 +108,12 @@ for p in $platforms; do
     case $c in
     cpu-quota)
       db=$work/quota-$p.db
-      knob=cpus; [ "$p" = qemu ] && knob=quota # a VM's cpus= are whole vCPUs
-      run "$db" --platform "$p" --platform "$p:$knob=0.5" --platform "$p:$knob=0.25" --baseline "$p" \
+      # a VM's cpus= are whole vCPUs: its quota= is per vCPU (libvirt's
+      # vcpu_quota), on a 1-vCPU VM so that the guest cannot move the
+      # 1-thread workload to a second vCPU's quota
+      knob=cpus; base=$p
+      [ "$p" = qemu ] && knob="cpus=1,quota" && base="qemu:cpus=1"
+      run "$db" --platform "$base" --platform "$p:$knob=0.5" --platform "$p:$knob=0.25" --baseline "$base" \
         --workload cpu:threads=1,duration=2s --reps "$reps"
       cells "$db" | python3 -c '
 import json, sys

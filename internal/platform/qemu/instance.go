@@ -929,22 +929,33 @@ func (p *Platform) CreateVM(ctx context.Context, s platform.Spec, service string
 // Exited is closed when the VM's qemu process has ended.
 func (in *Instance) Exited() <-chan struct{} { return in.exited }
 
-// quotaVCPUs puts the VM's vCPU threads in a child of its cgroup with
-// option quota='s CFS quota, after the guest booted (the boot runs
-// unlimited): the quota limits the guest's CPUs, as libvirt's vcpu_quota
-// does, and not QEMU's own threads (the main loop, I/O, RCU), whose time
-// on the host is the emulation's cost and not the guest's share. Under
-// TCG the guest still does less than the quota's share of its unlimited
-// work (bench/truth.sh, 2 vCPUs: 0.411 and 0.182 for quotas of 0.5 and
-// 0.25; 0.435 and 0.216 with the quota on the whole process), so QEMU's
-// own threads were not what spent it; why is not known.
+// quotaVCPUs gives each of the VM's vCPU threads a child of its cgroup,
+// vcpuN, with option quota='s CFS quota, after the guest booted (the boot
+// runs unlimited): as libvirt's vcpu_quota, a limit per vCPU, and none on
+// QEMU's own threads (the main loop, I/O, RCU), whose time on the host is
+// the emulation's cost and not the guest's share. One group for all vCPUs
+// (this tree before) let an idle vCPU spend the busy one's quota: under
+// TCG an idle vCPU of a busy guest costs its host thread 0.07-0.12 of a
+// CPU (timer ticks and wake-ups, emulated), which the unlimited VM takes
+// from the second host CPU, so a 1-thread guest workload got 0.41 of its
+// unlimited rate under quota=0.5 (bench/truth.sh) while the group used
+// all of its 0.5. Single-threaded TCG runs every vCPU on one thread
+// ("ALL CPUs/TCG"), which gets the quota times the vCPUs.
 func (in *Instance) quotaVCPUs() error {
 	tids, err := vcpuThreads(in.cmd.Process.Pid)
 	if err != nil {
 		return fmt.Errorf("qemu: quota=%g: %w", in.p.quota, err)
 	}
-	if err := in.cg.ThreadQuota("vcpus", in.p.quota, tids); err != nil {
-		return fmt.Errorf("qemu: quota=%g on the vCPU threads: %w", in.p.quota, err)
+	if len(tids) == 1 && in.cpus > 1 {
+		if err := in.cg.ThreadQuota("vcpus", in.p.quota*float64(in.cpus), tids); err != nil {
+			return fmt.Errorf("qemu: quota=%g on the vCPUs' one thread: %w", in.p.quota, err)
+		}
+		return nil
+	}
+	for i, tid := range tids {
+		if err := in.cg.ThreadQuota("vcpu"+strconv.Itoa(i), in.p.quota, []int{tid}); err != nil {
+			return fmt.Errorf("qemu: quota=%g on vCPU thread %d: %w", in.p.quota, tid, err)
+		}
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ import (
 // Factory registers the qemu platform.
 var Factory = platform.Factory{
 	Name:  "qemu",
-	Help:  "QEMU VMs booted from kernel+initramfs; accel=auto|kvm|tcg, kernel=, initrd=, disk=SIZE, quota=CPUS (a CFS quota on the VM's vCPU threads, as libvirt's vcpu_quota: the host CPU time the guest's CPUs may use; QEMU's own threads stay unlimited); network=bridge|none; storage=rootfs (ext4 disk) or volume (virtiofs)",
+	Help:  "QEMU VMs booted from kernel+initramfs; accel=auto|kvm|tcg, kernel=, initrd=, disk=SIZE, quota=CPUS (a CFS quota on each vCPU thread, as libvirt's vcpu_quota: the host CPU time each guest CPU may use; QEMU's own threads stay unlimited); network=bridge|none; storage=rootfs (ext4 disk) or volume (virtiofs)",
 	Extra: []string{"accel", "kernel", "initrd", "disk", "quota"},
 	New:   New,
 	// guests schedule their own vCPUs

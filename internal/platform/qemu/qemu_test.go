@@ -474,9 +474,10 @@ func TestIsVCPUThread(t *testing.T) {
 	}
 }
 
-// TestQuotaOnVCPUs boots a VM with quota=0.5 and checks the quota limits
-// its vCPU threads, in a child of its cgroup, and not QEMU's other
-// threads; Close removes both groups.
+// TestQuotaOnVCPUs boots a 2-vCPU VM with quota=0.5 and checks the quota
+// limits each vCPU thread in a child of its cgroup of its own (vcpuN, as
+// libvirt's vcpu_quota), and none of QEMU's other threads; Close removes
+// every group.
 func TestQuotaOnVCPUs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots a VM")
@@ -487,7 +488,7 @@ func TestQuotaOnVCPUs(t *testing.T) {
 	p := newTestPlatform(t, testAgent(t), t.TempDir(), "qemu:accel="+accelOption()+",quota=0.5")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	pi, err := p.Create(ctx, platform.Spec{Name: "quota", CPUs: 1, Memory: 256 << 20, Network: platform.NetNone})
+	pi, err := p.Create(ctx, platform.Spec{Name: "quota", CPUs: 2, Memory: 256 << 20, Network: platform.NetNone})
 	if pi != nil {
 		defer pi.Close(ctx)
 	}
@@ -499,34 +500,42 @@ func TestQuotaOnVCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var child string
-	for _, d := range in.cg.Dirs() {
-		if _, err := os.Stat(filepath.Join(d, "vcpus")); err == nil {
-			child = filepath.Join(d, "vcpus")
-		}
-	}
-	if child == "" {
-		t.Fatalf("no vcpus child under %v", in.cg.Dirs())
-	}
-	quota, _ := os.ReadFile(filepath.Join(child, "cpu.cfs_quota_us"))
-	if q := strings.TrimSpace(string(quota)); q != "50000" {
-		if max, _ := os.ReadFile(filepath.Join(child, "cpu.max")); !strings.HasPrefix(string(max), "50000 ") {
-			t.Errorf("child quota %q / cpu.max %q, want 50000 per 100000", q, max)
-		}
-	}
-	in2, _ := os.ReadFile(filepath.Join(child, "tasks"))
-	if len(in2) == 0 {
-		in2, _ = os.ReadFile(filepath.Join(child, "cgroup.threads"))
-	}
-	got := strings.Fields(string(in2))
-	sort.Strings(got)
-	var want []string
+	var want, got []string
 	for _, tid := range tids {
 		want = append(want, strconv.Itoa(tid))
 	}
+	var cpuDir string
+	for _, d := range in.cg.Dirs() {
+		if _, err := os.Stat(filepath.Join(d, "cpu.cfs_quota_us")); err == nil {
+			cpuDir = d
+		} else if _, err := os.Stat(filepath.Join(d, "cpu.max")); err == nil {
+			cpuDir = d
+		}
+	}
+	children, _ := filepath.Glob(filepath.Join(cpuDir, "vcpu*"))
+	if len(tids) == 2 && len(children) != 2 {
+		t.Fatalf("vCPU threads %v, quota groups %v: want one group per vCPU", tids, children)
+	}
+	for _, child := range children {
+		quota, _ := os.ReadFile(filepath.Join(child, "cpu.cfs_quota_us"))
+		if q := strings.TrimSpace(string(quota)); q != "50000" {
+			if max, _ := os.ReadFile(filepath.Join(child, "cpu.max")); !strings.HasPrefix(string(max), "50000 ") {
+				t.Errorf("%s: quota %q / cpu.max %q, want 50000 per 100000", child, q, max)
+			}
+		}
+		in2, _ := os.ReadFile(filepath.Join(child, "tasks"))
+		if len(in2) == 0 {
+			in2, _ = os.ReadFile(filepath.Join(child, "cgroup.threads"))
+		}
+		if f := strings.Fields(string(in2)); len(f) != 1 {
+			t.Errorf("%s holds threads %v, want one vCPU thread", child, f)
+		}
+		got = append(got, strings.Fields(string(in2))...)
+	}
+	sort.Strings(got)
 	sort.Strings(want)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("threads in the quota group %v, want the vCPU threads %v", got, want)
+		t.Errorf("threads in the quota groups %v, want the vCPU threads %v", got, want)
 	}
 	for _, g := range got {
 		if g == strconv.Itoa(in.cmd.Process.Pid) {
