@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -92,7 +91,10 @@ func NewClientNet(ctx context.Context, br *Bridge, owner string, rate uint64) (c
 		return c, err
 	}
 	c.hold = exec.Command("sleep", "infinity")
-	c.hold.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	if c.hold.SysProcAttr, err = holderAttr(); err != nil {
+		c.hold = nil
+		return c, err
+	}
 	if err = c.hold.Start(); err != nil {
 		c.hold = nil
 		return c, fmt.Errorf("client network: starting the namespace's holder: %w", err)
