@@ -395,11 +395,20 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 			return
 		}
 		if in.id == "" && maybeCreated {
+			// the request was cut off (Ctrl-C): dockerd goes on creating
+			// the container after the client has gone, so a removal sent
+			// at once may find nothing and the container appear a moment
+			// later; ask again for two seconds while it is not there
 			q := url.Values{}
 			q.Set("force", "1")
 			q.Set("v", "1")
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			p.c.do(cctx, http.MethodDelete, "/containers/"+name, q, nil, nil)
+			for try := 0; try < 10; try++ {
+				if err := p.c.do(cctx, http.MethodDelete, "/containers/"+name, q, nil, nil); !isNotFound(err) {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
 			cancel()
 		}
 		in.Close(ctx)

@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/isobench/isobench/internal/agenthost"
 	"github.com/isobench/isobench/internal/guestenv"
@@ -553,5 +555,50 @@ func TestAgentSession(t *testing.T) {
 			t.Errorf("metric %s = %v", m.Name, m.Value)
 		}
 		t.Logf("%s = %v %s", m.Name, m.Value, m.Unit)
+	}
+}
+
+// TestCreateCutShortLeavesNothing cancels Create at every moment of its
+// first 60 ms (image ready, so most of it is the create and start
+// requests): whatever point the cancellation reaches, no container of the
+// test's is left. dockerd goes on creating a container after the client
+// that asked has gone, so a removal sent at once could find nothing and
+// the container appear just after (an e2e Ctrl-C left two that way).
+func TestCreateCutShortLeavesNothing(t *testing.T) {
+	p, err := NewPlatform(platform.Options{}, platform.Env{AgentBinary: conformance.BuildAgent(t), StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ping(t.Context()); err != nil {
+		conformance.SkipUnlessRequired(t, "docker", err)
+	}
+	prefix := fmt.Sprintf("cut-%d-", os.Getpid())
+	warm, err := p.Create(t.Context(), platform.Spec{Name: prefix + "warm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm.Close(context.Background())
+	for ms := 0; ms <= 60; ms += 3 {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(ms)*time.Millisecond)
+		in, err := p.Create(ctx, platform.Spec{Name: prefix + strconv.Itoa(ms)})
+		cancel()
+		if err == nil {
+			in.Close(context.Background())
+		}
+	}
+	var left []string
+	for try := 0; try < 3; try++ { // a creation cut short may land late
+		time.Sleep(time.Second)
+		out, err := exec.Command("docker", "ps", "-a", "--filter", "name=isobench-"+prefix, "--format", "{{.Names}}").Output()
+		if err != nil {
+			t.Fatalf("docker ps: %v", err)
+		}
+		left = strings.Fields(string(out))
+	}
+	if len(left) > 0 {
+		t.Errorf("containers left after Creates cut short: %v", left)
+		for _, n := range left {
+			exec.Command("docker", "rm", "-f", n).Run()
+		}
 	}
 }
