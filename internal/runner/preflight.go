@@ -38,7 +38,9 @@ func (c CannotRun) String() string {
 // anything starts, from each workload's declared needs
 // (workload.Def.Needs): a network workload on an instance without a
 // network (network=none), a workload that runs servers on an image that
-// lacks them. The host itself (Target.Host) has its network and its
+// lacks them, a workload with an image of its own (spark's) on a target
+// that needs another (a system container, which boots the debian
+// image's init). The host itself (Target.Host) has its network and its
 // servers. It is an error (Refused) when nothing at all could run.
 func Preflight(plan Plan) ([]CannotRun, error) {
 	var out []CannotRun
@@ -52,6 +54,10 @@ func Preflight(plan Plan) ([]CannotRun, error) {
 			switch {
 			case job.Def.Needs.Network && t.Base.Network == platform.NetNone && !bothOnHost(params):
 				c.Why = "the instance has no network (network=none); leave network out (bridge by default) or give network=bridge"
+			case job.Def.Needs.Image != "" && t.Image != "" && t.Image != job.Def.Needs.Image:
+				// a system container boots the debian image's init, which
+				// the workload's own image has not (issue 27, defect 15)
+				c.Why = fmt.Sprintf("it runs in the %s image of its own, and %s needs the %s image (a system container boots its init); run it on %s without init=system or boot=true", job.Def.Needs.Image, t.Label, t.Image, t.Name)
 			case job.Def.Needs.Servers && service.ImageFor(cmp.Or(t.Image, plan.Image)) != service.Image:
 				c.Why = fmt.Sprintf("the %s image has no server for it; give --image debian (or leave --image out: the service workloads then choose it)", cmp.Or(t.Image, plan.Image))
 			default:

@@ -23,6 +23,7 @@ func preflightPlan(t *testing.T) Plan {
 		{Name: "pnet", Needs: workload.Needs{Network: true}, Params: []workload.Param{{Name: "server", Kind: workload.String, Default: "instance"}, {Name: "client", Kind: workload.String, Default: "instance"}}},
 		{Name: "psrv", Needs: workload.Needs{Servers: true}},
 		{Name: "pcpu"},
+		{Name: "pimg", Needs: workload.Needs{Image: "spark"}},
 	} {
 		p, err := d.Resolve(nil)
 		if err != nil {
@@ -34,13 +35,15 @@ func preflightPlan(t *testing.T) Plan {
 		{Label: "host", Name: "host", Host: true, Base: platform.Spec{Network: platform.NetNone}},
 		{Label: "box:network=none", Name: "box", Options: "network=none", Base: platform.Spec{Network: platform.NetNone}},
 		{Label: "vm", Name: "vm", Image: "spark"},
+		{Label: "sys:init=system", Name: "sys", Options: "init=system", Image: "debian"},
 	}}
 }
 
 // TestPreflightNeeds: what cannot run comes from the workloads' Needs
 // and the targets' traits alone: the host is never refused, a network
 // workload is refused on network=none (unless both its ends are on the
-// host), a server workload on an image without servers; the busybox
+// host), a server workload on an image without servers, a workload with
+// an image of its own on a target that needs another; the busybox
 // profiles count as the debian image (the service workloads switch).
 func TestPreflightNeeds(t *testing.T) {
 	plan := preflightPlan(t)
@@ -52,7 +55,7 @@ func TestPreflightNeeds(t *testing.T) {
 	for _, c := range cannot {
 		got = append(got, c.Target+" "+c.Workload)
 	}
-	want := []string{"box:network=none pnet", "vm psrv"}
+	want := []string{"box:network=none pnet", "vm psrv", "sys:init=system pimg"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("cannot run %q, want %q", got, want)
 	}
@@ -62,13 +65,19 @@ func TestPreflightNeeds(t *testing.T) {
 	if !strings.Contains(cannot[1].Why, "the spark image has no server") {
 		t.Errorf("why %q", cannot[1].Why)
 	}
+	// a workload with an image of its own on a system container (which
+	// boots the debian image's init): refused before the run, not failed
+	// at once in it (issue 27, defect 15)
+	if !strings.Contains(cannot[2].Why, "runs in the spark image of its own, and sys:init=system needs the debian image") {
+		t.Errorf("why %q", cannot[2].Why)
+	}
 	// both ends on the host: no instance network needed
 	p, err := plan.Jobs[0].Def.Resolve(map[string]string{"server": "host", "client": "host"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	plan.Jobs[0].Params = p
-	if cannot, _ = Preflight(plan); len(cannot) != 1 || cannot[0].Workload != "psrv" {
+	if cannot, _ = Preflight(plan); len(cannot) != 2 || cannot[0].Workload != "psrv" || cannot[1].Workload != "pimg" {
 		t.Errorf("with both ends on the host: %v", cannot)
 	}
 }

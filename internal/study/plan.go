@@ -64,7 +64,7 @@ func refuses(boots bool, def workload.Def) (string, bool) {
 	if img == "" || image.CheckBootable(img) == nil || !boots {
 		return "", false
 	}
-	return fmt.Sprintf("a system container (init=system) cannot boot the %s image %s uses (it has no init system): those cells fail at once", img, def.Name), true
+	return fmt.Sprintf("a system container (init=system) cannot boot the %s image %s uses (it has no init system): those cells are left out before the run starts (pre-flight check, recorded as not run)", img, def.Name), true
 }
 
 // cores the estimate assumes fixed work is spread over.
