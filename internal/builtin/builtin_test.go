@@ -120,11 +120,6 @@ func TestServerAndToolWorkloadsDeclareHostTools(t *testing.T) {
 // in package cleanup or the CLI that names engines (issue 24).
 func TestEveryPlatformDeclaresItsSweep(t *testing.T) {
 	for _, name := range Platforms().Names() {
-		if name == "jail" {
-			// FreeBSD's, reached with host=ssh:// from here: not yet
-			// declared (its package is another change's)
-			continue
-		}
 		if Platforms()[name].Sweep == nil {
 			t.Errorf("platform %s declares no Sweep", name)
 		}

@@ -41,6 +41,10 @@ var Factory = platform.Factory{
 	New:   New,
 	// not yet measured on a FreeBSD host: the default's second
 	Cost: platform.Cost{Instance: time.Second},
+	// jails live on the FreeBSD host (host=ssh://), where the platformd
+	// this host talks to removes its own when the connection is gone:
+	// nothing of theirs is left on this host
+	Sweep: platform.NoLeftovers,
 }
 
 // Runner runs one command on the jail host.
