@@ -52,11 +52,10 @@ func (t *tracker) Track(c *workload.Counter, rates ...workload.Rate) (stop func(
 	now, p0 := agentproto.Monotonic(), c.Record()
 	// the Counter's instants on this clock: read back to back
 	mono := func(d time.Duration) int64 { return now + int64(d-p0.At) }
+	origin := t.origin(now, float64(p0.N)) // the release when no work was done yet
 	tls := make([]*agentproto.Timeline, len(rates))
-	origins := make([]int64, len(rates))
 	for i, r := range rates {
 		tls[i] = &agentproto.Timeline{Metric: r.Metric}
-		origins[i] = t.origin(now, float64(p0.N)*r.Scale)
 	}
 	var once sync.Once
 	stop = func() {
@@ -64,7 +63,7 @@ func (t *tracker) Track(c *workload.Counter, rates ...workload.Rate) (stop func(
 			pts := c.Points()
 			end := agentproto.Monotonic()
 			for i, tl := range tls {
-				fill(tl, pts, mono, rates[i].Scale, origins[i], end)
+				fill(tl, pts, mono, rates[i].Scale, origin, end)
 			}
 		})
 	}

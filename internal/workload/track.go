@@ -3,20 +3,19 @@ package workload
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// Tracker samples a running workload's cumulative work on the clock of the
-// process it runs in; the agent provides one (internal/agent) so the host
+// Tracker reads a running workload's cumulative work, with the instants
+// it grew on the clock of the process it runs in (a Counter's points); the agent provides one (internal/agent) so the host
 // can compute each instance's rate over the window in which every
 // instance of a cell was running, instead of over each instance's own
 // interval (instances released together still start and stop apart: on a
 // loaded host tens of milliseconds, a tenth of a one-second run).
 type Tracker interface {
-	// Track starts sampling c, the cumulative work behind each of rates,
-	// now: call it right after the barrier. The returned stop is called
-	// when the timed work ends; it takes the last sample.
+	// Track starts keeping c's points, the cumulative work behind each
+	// of rates, now: call it right after the barrier. The returned stop is
+	// called when the timed work ends; it reads them.
 	Track(c *Counter, rates ...Rate) (stop func())
 }
 
@@ -40,8 +39,8 @@ type Rate struct {
 // its points follows the true count wherever the process was descheduled.
 type Counter struct {
 	now  func() time.Duration // the real clock since the Counter was made, or a test's
-	n    atomic.Int64
 	mu   sync.Mutex
+	n    int64         // the work done
 	last time.Duration // when it last grew
 	rec  bool          // keeping points (a Tracker reads them)
 	tick time.Duration // between points while it grows steadily
@@ -81,7 +80,7 @@ func (c *Counter) Add(k int64) {
 	t := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := c.n.Load()
+	n := c.n
 	if c.rec {
 		prev := c.pts[len(c.pts)-1].At
 		switch {
@@ -98,12 +97,16 @@ func (c *Counter) Add(k int64) {
 			c.tick *= 2
 		}
 	}
-	c.n.Store(n + k)
+	c.n = n + k
 	c.last = t
 }
 
 // Load is the work done so far.
-func (c *Counter) Load() int64 { return c.n.Load() }
+func (c *Counter) Load() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
 
 // Record starts keeping points from now; it returns the instant (on the
 // Counter's clock) and the count it starts from.
@@ -112,7 +115,7 @@ func (c *Counter) Record() Point {
 	defer c.mu.Unlock()
 	t := c.now()
 	c.rec, c.last = true, t
-	c.pts = []Point{{At: t, N: c.n.Load()}}
+	c.pts = []Point{{At: t, N: c.n}}
 	return c.pts[0]
 }
 
@@ -122,14 +125,11 @@ func (c *Counter) Points() []Point {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := append([]Point(nil), c.pts...)
-	if n := c.n.Load(); len(out) > 0 && out[len(out)-1].N < n {
-		out = append(out, Point{At: c.last, N: n})
+	if len(out) > 0 && out[len(out)-1].N < c.n {
+		out = append(out, Point{At: c.last, N: c.n})
 	}
 	return out
 }
-
-// Since is the time elapsed on the Counter's clock.
-func (c *Counter) Since() time.Duration { return c.now() }
 
 // thin keeps the first and last points and every other one between.
 func thin(pts []Point) []Point {
