@@ -26,7 +26,6 @@ import (
 // clean releases as any dead process's.
 type ClientNet struct {
 	Addr netip.Addr // the clients' address on the bridge
-	Rate uint64     // the link's rate, bits per second (0: not shaped)
 	br   *Bridge
 	veth string // the host end, on the bridge
 	hold *exec.Cmd
@@ -75,7 +74,7 @@ func NewClientNet(ctx context.Context, br *Bridge, owner string, rate uint64) (c
 	if _, err := rand.Read(suffix[:]); err != nil {
 		return nil, fmt.Errorf("client network: %w", err)
 	}
-	c = &ClientNet{Rate: rate, br: br, veth: clientVethPrefix + hex.EncodeToString(suffix[:])}
+	c = &ClientNet{br: br, veth: clientVethPrefix + hex.EncodeToString(suffix[:])}
 	defer func() {
 		if err != nil {
 			c.Close(context.WithoutCancel(ctx))
@@ -117,8 +116,8 @@ func NewClientNet(ctx context.Context, br *Bridge, owner string, rate uint64) (c
 			c.inside(append([]string{"tc", "qdisc", "add", "dev", "eth0", "root"}, tbf...)...)) // from them
 	}
 	for _, s := range steps {
-		if out, err := exec.CommandContext(ctx, s[0], s[1:]...).CombinedOutput(); err != nil {
-			return c, fmt.Errorf("client network: %s: %s: %w", strings.Join(s, " "), strings.TrimSpace(string(out)), err)
+		if err := command(ctx, s...); err != nil {
+			return c, fmt.Errorf("client network: %w", err)
 		}
 	}
 	return c, nil

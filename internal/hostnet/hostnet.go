@@ -402,9 +402,14 @@ func Links(prefix string) []string {
 }
 
 func ip(ctx context.Context, args ...string) error {
-	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+	return command(ctx, append([]string{"ip"}, args...)...)
+}
+
+// command runs argv, its output in the error when it fails.
+func command(ctx context.Context, argv ...string) error {
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("hostnet: ip %s: %s: %w", strings.Join(args, " "), strings.TrimSpace(string(out)), err)
+		return fmt.Errorf("hostnet: %s: %s: %w", strings.Join(argv, " "), strings.TrimSpace(string(out)), err)
 	}
 	return nil
 }
