@@ -150,7 +150,7 @@ func def(name, help string, client, server workload.Tool, directions ...string) 
 			bytes, nodes := sizeOf(p)
 			clients := float64(max(1, p.Int("clients")))
 			move := clients * bytes / 80e6
-			if rate, err := hostnet.ParseRate(p.Str("link")); err == nil && p.Str("link") != "" {
+			if rate, _ := linkRate(p); rate > 0 {
 				move = max(move, clients*bytes*8/float64(rate)) // the clients share the link
 			}
 			return workload.Seconds(1 + float64(p.Int("neighbours")) + move + clients*nodes*3e-3 + bytes/500e6)
@@ -166,10 +166,8 @@ func def(name, help string, client, server workload.Tool, directions ...string) 
 			if p.Str("file") != "" && p.Str("tree") != "" {
 				return errors.New("give file or tree, not both")
 			}
-			if l := p.Str("link"); l != "" {
-				if _, err := hostnet.ParseRate(l); err != nil {
-					return err
-				}
+			if _, err := linkRate(p); err != nil {
+				return err
 			}
 			_, err := dataSpec(p)
 			return err
@@ -182,12 +180,21 @@ func def(name, help string, client, server workload.Tool, directions ...string) 
 			// 5 MB/s per client at the least, plus setup
 			b := ds.Size * int64(p.Int("clients"))
 			slowest := int64(5 << 20)
-			if rate, err := hostnet.ParseRate(p.Str("link")); err == nil && p.Str("link") != "" {
+			if rate, _ := linkRate(p); rate > 0 {
 				slowest = min(slowest, max(int64(rate/8/2), 1)) // half the link's rate
 			}
 			return 10*time.Minute + time.Duration(b/slowest)*time.Second + time.Duration(ds.Nodes/5)*time.Second
 		},
 	}
+}
+
+// linkRate is parameter link's rate in bits per second, 0 when the
+// clients run on the host (link empty).
+func linkRate(p workload.Params) (uint64, error) {
+	if p.Str("link") == "" {
+		return 0, nil
+	}
+	return hostnet.ParseRate(p.Str("link"))
 }
 
 // The workloads.
@@ -286,9 +293,9 @@ type run struct {
 
 	// cnet is where the clients run when link= is given (nil: the host)
 	cnet *hostnet.ClientNet
-
-	mu    sync.Mutex
-	insts []platform.Instance
+	// insts are every instance the repetition made, servers and idle
+	// neighbours, all closed when it ends
+	insts *workload.Instances
 }
 
 func hostRun(ctx context.Context, proto string, p workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
@@ -310,13 +317,13 @@ func hostRun(ctx context.Context, proto string, p workload.Params, env workload.
 		return nil, fmt.Errorf("transfer: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	r := &run{proto: proto, p: p, env: env, ds: ds, tmp: tmp}
-	defer r.closeAll(ctx)
-	if l := p.Str("link"); l != "" {
-		rate, err := hostnet.ParseRate(l)
-		if err != nil {
-			return nil, err
-		}
+	r := &run{proto: proto, p: p, env: env, ds: ds, tmp: tmp, insts: workload.NewInstances(env, "transfer "+proto)}
+	defer r.insts.CloseAll(ctx)
+	rate, err := linkRate(p)
+	if err != nil {
+		return nil, err
+	}
+	if rate > 0 {
 		if r.cnet, err = hostnet.NewClientNet(ctx, hostnet.Default(""), fmt.Sprintf("transfer-clients-%d", os.Getpid()), rate); err != nil {
 			return nil, fmt.Errorf("transfer %s: %w", proto, err)
 		}
@@ -352,17 +359,6 @@ func needClient(proto string, p workload.Params) error {
 		return fmt.Errorf("transfer %s: the client %s is not installed on the host (apt-get install %s)", proto, bin, pkg)
 	}
 	return nil
-}
-
-func (r *run) closeAll(ctx context.Context) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, in := range r.insts {
-		wg.Add(1)
-		go func() { defer wg.Done(); in.Close(cctx) }()
-	}
-	wg.Wait()
 }
 
 // secrets makes the run's key material: an SSH client key and host key
@@ -450,9 +446,7 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	if err != nil {
 		return nil, fmt.Errorf("transfer %s: create instance: %w", r.proto, err)
 	}
-	r.mu.Lock()
-	r.insts = append(r.insts, in)
-	r.mu.Unlock()
+	r.insts.Add(in)
 	s.inst = in
 	addr, err := in.Address(ctx)
 	if err != nil {
@@ -468,12 +462,7 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	// the server listens on the instance's own address only: its address
 	// on the isobench network, loopback where the instance shares the
 	// host's network (native, network=host), never every interface
-	bind := addr
-	if r.cnet != nil && ip.IsLoopback() {
-		// clients in a namespace of their own reach the host's network on
-		// the bridge's gateway address
-		bind = r.cnet.Gateway().String()
-	}
+	bind := r.reach(addr)
 	dial, err := platform.Endpoint(ctx, in, s.port)
 	if err != nil {
 		return nil, fmt.Errorf("transfer %s: %w", r.proto, err)
@@ -482,10 +471,7 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	if err != nil {
 		return nil, fmt.Errorf("transfer %s: endpoint %q: %w", r.proto, dial, err)
 	}
-	s.host = h
-	if hip := net.ParseIP(h); r.cnet != nil && hip != nil && hip.IsLoopback() {
-		s.host = r.cnet.Gateway().String()
-	}
+	s.host = r.reach(h)
 	if hp, _ := strconv.Atoi(ps); hp != s.port {
 		if r.proto == FTP {
 			return nil, fmt.Errorf("transfer ftp: published ports (network=nat) are not supported: FTP's passive data connections go to the instance's own address")
@@ -649,9 +635,7 @@ func (r *run) startServers(ctx context.Context, n, nb, c int, busy bool, inject 
 				if err != nil {
 					return fmt.Errorf("transfer %s: create neighbour: %w", r.proto, err)
 				}
-				r.mu.Lock()
-				r.insts = append(r.insts, in)
-				r.mu.Unlock()
+				r.insts.Add(in)
 				return nil
 			}
 		}
@@ -960,6 +944,16 @@ func (r *run) prepareClient(s *server, j int, dir string, cr *clientResult) (fun
 		}
 		return nil
 	}, nil
+}
+
+// reach is where the clients reach host address a: a itself, or, for
+// clients in a namespace of their own (link=), the bridge's gateway
+// address in place of loopback (the host's network, native's servers).
+func (r *run) reach(a string) string {
+	if ip := net.ParseIP(a); r.cnet != nil && ip != nil && ip.IsLoopback() {
+		return r.cnet.Gateway().String()
+	}
+	return a
 }
 
 // command is a client's argv, run where the clients run: on the host, or
