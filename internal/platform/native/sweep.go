@@ -35,7 +35,7 @@ func Sweep(ctx context.Context, env platform.SweepEnv) ([]platform.Leftover, err
 	keep := func(name, why string) {
 		out = append(out, platform.Leftover{Kind: "native-dir", Name: name, Judge: func() (bool, string) { return false, why }})
 	}
-	var procs []hostos.Proc
+	var orphans map[string][]platform.Leftover
 	var cgroups []string
 	for _, td := range env.TempDirs {
 		base := filepath.Join(td, "isobench-native")
@@ -46,8 +46,8 @@ func Sweep(ctx context.Context, env platform.SweepEnv) ([]platform.Leftover, err
 			keep(base, fmt.Sprintf("not searched: %v", err))
 			continue
 		}
-		if procs == nil {
-			procs, cgroups = hostos.Procs(), cgroupDirs()
+		if orphans == nil {
+			orphans, cgroups = agents(hostos.Procs()), cgroupDirs()
 		}
 		es, _ := os.ReadDir(base)
 		for _, e := range es {
@@ -61,7 +61,7 @@ func Sweep(ctx context.Context, env platform.SweepEnv) ([]platform.Leftover, err
 				token = m[1]
 			}
 			out = append(out, platform.Leftover{Kind: "dir", Name: dir, Token: token, Remove: func(context.Context) error { return os.RemoveAll(dir) }})
-			out = append(out, agents(procs, dir)...)
+			out = append(out, orphans[dir]...)
 			for _, c := range cgroups {
 				if filepath.Base(c) == e.Name() {
 					out = append(out, platform.Leftover{Kind: "cgroup", Name: c, Owner: dir, Remove: func(context.Context) error { return cgroup.RemoveDir(c) }})
@@ -72,25 +72,30 @@ func Sweep(ctx context.Context, env platform.SweepEnv) ([]platform.Leftover, err
 	return out, nil
 }
 
-// agents are the processes whose scratch directory is dir and whose
-// isobench died (their parent is init, or gone), parts of dir.
-func agents(procs []hostos.Proc, dir string) []platform.Leftover {
-	pids := map[int]bool{}
-	for _, p := range procs {
-		pids[p.PID] = true
-	}
+// agents are the processes whose isobench died (their parent is init, or
+// gone) by the scratch directory they run in (their environment's
+// guestenv.ScratchEnv), each a part of that directory: every process's
+// environment is read once, whatever the number of directories.
+func agents(procs []hostos.Proc) map[string][]platform.Leftover {
 	parents := hostos.Parents(procs)
-	var out []platform.Leftover
+	out := map[string][]platform.Leftover{}
 	for _, pr := range procs {
-		if pr.PPID != 1 && pids[pr.PPID] {
+		if _, alive := parents[pr.PPID]; pr.PPID != 1 && alive {
 			continue
 		}
 		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pr.PID))
-		if !strings.Contains(string(env), guestenv.ScratchEnv+"="+dir+"\x00") {
+		dir := ""
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if v, ok := strings.CutPrefix(kv, guestenv.ScratchEnv+"="); ok {
+				dir = v
+				break
+			}
+		}
+		if dir == "" {
 			continue
 		}
 		pid := pr.PID
-		out = append(out, platform.Leftover{Kind: "process", Name: fmt.Sprintf("%d %s", pid, strings.Join(pr.Argv, " ")), Owner: dir, PID: pid,
+		out[dir] = append(out[dir], platform.Leftover{Kind: "process", Name: fmt.Sprintf("%d %s", pid, strings.Join(pr.Argv, " ")), Owner: dir, PID: pid,
 			Remove: func(context.Context) error { return runrec.KillTree(pid, parents) }})
 	}
 	return out
