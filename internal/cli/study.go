@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/isobench/isobench/internal/study"
+	"github.com/isobench/isobench/internal/suggest"
 )
 
 // maxInstances bounds an instance count (--instances, instances:): more
@@ -139,7 +140,7 @@ func checkStudyKeys(doc *yaml.Node) error {
 		k, v := m.Content[i], m.Content[i+1]
 		t, ok := kinds[k.Value]
 		if !ok {
-			if s := closest(k.Value, known); s != "" {
+			if s := suggest.Closest(k.Value, known); s != "" {
 				return fmt.Errorf("line %d: unknown key %q: did you mean %s? (%s)", k.Line, k.Value, s, studyKeys)
 			}
 			return fmt.Errorf("line %d: unknown key %q (%s)", k.Line, k.Value, studyKeys)

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/isobench/isobench/internal/suggest"
 )
 
 // A mistake in a study file is one line with its line number and key in
@@ -94,8 +96,8 @@ func TestUnknownNamesDidYouMean(t *testing.T) {
 func TestClosest(t *testing.T) {
 	known := []string{"docker", "docker-in-vm", "podman", "native", "lxc", "lxd", "qemu"}
 	for name, want := range map[string]string{"dokcer": "docker", "Docker": "docker", "natve": "native", "lxe": "lxc", "vmware": "", "qemu-kvm": "", "x": ""} {
-		if got := closest(name, known); got != want {
-			t.Errorf("closest(%q) = %q, want %q", name, got, want)
+		if got := suggest.Closest(name, known); got != want {
+			t.Errorf("suggest.Closest(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

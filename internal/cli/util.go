@@ -117,16 +117,13 @@ func writeOutput(what, path, db string, write func(io.Writer) error) error {
 	return nil
 }
 
-// closest is suggest.Closest: the "did you mean" for name among known.
-func closest(name string, known []string) string { return suggest.Closest(name, known) }
-
 // unknownName is the error for a platform or workload name that is not
 // one of known, with "did you mean" for a near miss; nil when it is known.
 func unknownName(what, name string, known []string) error {
 	if slices.Contains(known, name) {
 		return nil
 	}
-	if s := closest(name, known); s != "" {
+	if s := suggest.Closest(name, known); s != "" {
 		return fmt.Errorf("unknown %s %q: did you mean %s? (known: %s)", what, name, s, strings.Join(known, ", "))
 	}
 	return fmt.Errorf("unknown %s %q (known: %s)", what, name, strings.Join(known, ", "))
@@ -152,7 +149,7 @@ func (st *State) lookupWorkload(name string) (workload.Def, error) {
 		if e := unknownName("workload", name, st.Workloads.Names()); e != nil {
 			err = e
 			// a platform given as a workload (docker, or dokcer)
-			if p := closest(name, st.Platforms.Names()); p != "" && closest(name, st.Workloads.Names()) == "" {
+			if p := suggest.Closest(name, st.Platforms.Names()); p != "" && suggest.Closest(name, st.Workloads.Names()) == "" {
 				err = fmt.Errorf("unknown workload %q: %s is a platform: --platform %s (workloads: %s)", name, p, p, strings.Join(st.Workloads.Names(), ", "))
 			}
 		}
