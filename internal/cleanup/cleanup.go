@@ -587,8 +587,8 @@ func (w *world) scanLeases(p *Plan) {
 			continue
 		}
 		portGone := true
-		if strings.HasPrefix(l.Owner, "isob-") {
-			_, err := os.Stat("/sys/class/net/isv" + strings.TrimPrefix(l.Owner, "isob-"))
+		if l.Port != "" {
+			_, err := os.Stat("/sys/class/net/" + l.Port)
 			portGone = err != nil
 		}
 		if !w.deadIDs[l.Owner] && !portGone {

@@ -83,7 +83,7 @@ func NewClientNet(ctx context.Context, br *Bridge, owner string, rate uint64) (c
 	}()
 	// lease first, then the bridge: a live lease keeps other processes'
 	// Release from deleting the bridge under us
-	if c.Addr, err = br.Lease(owner); err != nil {
+	if c.Addr, err = br.Lease(owner, c.veth); err != nil {
 		return c, err
 	}
 	if err = br.Ensure(ctx); err != nil {

@@ -184,10 +184,13 @@ func (b *Bridge) forward(ctx context.Context, add bool) error {
 	return nil
 }
 
-// Lease reserves a free address for owner (an instance id); release it
-// with Release. The lease records this process, so other processes know
-// whether it is still held.
-func (b *Bridge) Lease(owner string) (netip.Addr, error) {
+// Lease reserves a free address for owner (an instance id) whose link on
+// the bridge is the device port (a veth or tap; "" when the owner has
+// none it names); release it with Release. The lease records this process,
+// so other processes know whether it is still held, and the port, so they
+// know whether the owner's link is gone without knowing how any platform
+// names its links.
+func (b *Bridge) Lease(owner, port string) (netip.Addr, error) {
 	unlock, err := b.lock()
 	if err != nil {
 		return netip.Addr{}, err
@@ -205,7 +208,11 @@ func (b *Bridge) Lease(owner string) (netip.Addr, error) {
 		if err != nil {
 			return netip.Addr{}, fmt.Errorf("hostnet: lease: %w", err)
 		}
-		_, werr := fmt.Fprintf(f, "%s pid=%d start=%d\n", owner, pid, start)
+		line := fmt.Sprintf("%s pid=%d start=%d", owner, pid, start)
+		if port != "" {
+			line += " port=" + port
+		}
+		_, werr := fmt.Fprintln(f, line)
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
 		}
@@ -225,6 +232,7 @@ type LeaseInfo struct {
 	Owner string // the instance id given to Lease
 	Pid   int
 	Start uint64 // the process's start time; 0 in leases of older versions
+	Port  string // the owner's link on the bridge given to Lease; "" for none
 	Live  bool   // the process that took it is running
 }
 
@@ -247,7 +255,7 @@ func (b *Bridge) Leases() []LeaseInfo {
 	return out
 }
 
-// parseLease reads "OWNER pid=N start=T".
+// parseLease reads "OWNER pid=N start=T [port=NAME]".
 func parseLease(s string) LeaseInfo {
 	var l LeaseInfo
 	f := strings.Fields(s)
@@ -257,6 +265,8 @@ func parseLease(s string) LeaseInfo {
 			l.Pid, _ = strconv.Atoi(w[4:])
 		case strings.HasPrefix(w, "start="):
 			l.Start, _ = strconv.ParseUint(w[6:], 10, 64)
+		case strings.HasPrefix(w, "port="):
+			l.Port = w[5:]
 		case i == 0:
 			l.Owner = w
 		}

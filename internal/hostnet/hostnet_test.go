@@ -23,7 +23,7 @@ func TestLeasesAreUniqueAcrossConcurrentCallers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a, err := b.Lease("t")
+			a, err := b.Lease("t", "")
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -67,8 +67,16 @@ func TestBridgeLifecycle(t *testing.T) {
 			t.Error("no FORWARD accept rule for the bridge")
 		}
 	}
-	a1, _ := b.Lease("a")
-	a2, _ := b.Lease("b")
+	a1, _ := b.Lease("a", "")
+	a2, _ := b.Lease("b", "isvtest2")
+	// a lease names its owner's link, so a sweep needs no platform's naming
+	ports := map[string]string{}
+	for _, l := range b.Leases() {
+		ports[l.Owner] = l.Port
+	}
+	if ports["a"] != "" || ports["b"] != "isvtest2" {
+		t.Errorf("lease ports = %v, want a: none, b: isvtest2", ports)
+	}
 	if err := b.Release(ctx, a1); err != nil {
 		t.Fatal(err)
 	}

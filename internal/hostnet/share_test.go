@@ -155,7 +155,7 @@ func TestHelperBridgeUser(t *testing.T) {
 		switch cmd := sc.Text(); cmd {
 		case "join":
 			var a netip.Addr
-			if a, err = b.Lease("helper"); err == nil {
+			if a, err = b.Lease("helper", ""); err == nil {
 				if err = b.Ensure(ctx); err == nil {
 					p, err = addPort(ctx, b, "isobtest2-h", "isbt2h", "02:00:00:00:00:01", a)
 				}
@@ -201,7 +201,7 @@ func TestConcurrentUsersShareTheBridge(t *testing.T) {
 	})
 	var ours []*port
 	for i, name := range []string{"a", "b"} {
-		a, err := b.Lease("ours-" + name)
+		a, err := b.Lease("ours-"+name, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestConcurrentUsersShareTheBridge(t *testing.T) {
 	// a holder with separate lease state (another state directory, or an
 	// older isobench) releases its last lease while our ports are on it
 	other, _ := New(shareBridge, sharePrefix, filepath.Join(t.TempDir(), "leases", shareBridge))
-	oa, err := other.Lease("other")
+	oa, err := other.Lease("other", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestReusedAddressIsReachableFromTheHost(t *testing.T) {
 	// another instance stays on the bridge while the address changes
 	// hands (a bridge with no port left loses its carrier, which flushes
 	// the host's neighbour entries anyway)
-	keep, err := b.Lease("keep")
+	keep, err := b.Lease("keep", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestReusedAddressIsReachableFromTheHost(t *testing.T) {
 	}
 	var prev netip.Addr
 	for i, mac := range []string{"0a:00:00:00:03:01", "0a:00:00:00:03:02", "0a:00:00:00:03:03"} {
-		a, err := b.Lease(fmt.Sprint("instance-", i))
+		a, err := b.Lease(fmt.Sprint("instance-", i), "")
 		if err != nil {
 			t.Fatal(err)
 		}

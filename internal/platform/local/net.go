@@ -37,7 +37,7 @@ func VethName(id string) string { return VethPrefix + ShortID(id) }
 // NewBridgeNetns leases an address on br, creates the namespace named id
 // and wires it to br. On error nothing is left behind.
 func NewBridgeNetns(ctx context.Context, br *hostnet.Bridge, id string) (*Netns, error) {
-	addr, err := br.Lease(id)
+	addr, err := br.Lease(id, VethName(id))
 	if err != nil {
 		return nil, err
 	}

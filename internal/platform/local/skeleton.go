@@ -281,7 +281,7 @@ func (h *Host) Begin(ctx context.Context, s platform.Spec, su Setup, e Engine) (
 			}
 			in.Addr = in.Netns.Addr
 		} else {
-			if in.Addr, err = in.Bridge.Lease(id); err != nil {
+			if in.Addr, err = in.Bridge.Lease(id, VethName(id)); err != nil {
 				return nil, fmt.Errorf("%s: %w", h.name, err)
 			}
 			// lease first, then the bridge: a live lease keeps other

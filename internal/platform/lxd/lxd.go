@@ -518,7 +518,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (_ platform.Inst
 	var veth string
 	if s.Network == platform.NetBridge {
 		in.bridge = hostnet.Default(p.env.StateDir)
-		if in.addr, err = in.bridge.Lease(id); err != nil {
+		if in.addr, err = in.bridge.Lease(id, local.VethName(id)); err != nil {
 			return nil, fmt.Errorf("lxd: %w", err)
 		}
 		if err := local.EnsureBridge(ctx, in.bridge); err != nil {

@@ -335,7 +335,8 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 	case platform.NetBridge:
 		br := hostnet.Default(p.env.StateDir)
 		// lease before Ensure: a concurrent Release then keeps the bridge
-		a, err := br.Lease(in.id)
+		tap := "isq" + randomHex(5)
+		a, err := br.Lease(in.id, tap)
 		if err != nil {
 			return nil, fmt.Errorf("qemu: %w", err)
 		}
@@ -346,7 +347,7 @@ func (in *Instance) prepare(ctx context.Context, initrd string) ([]string, error
 		if err != nil {
 			return nil, fmt.Errorf("qemu: %w", err)
 		}
-		in.tap = "isq" + randomHex(5)
+		in.tap = tap
 		if err := in.writeOwner(); err != nil {
 			return nil, err
 		}

@@ -327,29 +327,47 @@ func (g guest) logTail() string {
 
 // prepare writes the server's configuration and returns its command.
 func (g guest) prepare(ctx context.Context) ([]string, error) {
-	wr := func(name, body string, mode os.FileMode) (string, error) {
-		f := filepath.Join(g.dir, name)
-		if err := os.WriteFile(f, []byte(body), mode); err != nil {
-			return "", fmt.Errorf("transfer: %w", err)
-		}
-		return f, nil
-	}
 	switch g.proto {
 	case SCP:
-		ak, err1 := hex.DecodeString(g.p.Str("authkey"))
-		hk, err2 := hex.DecodeString(g.p.Str("hostkey"))
-		if err1 != nil || err2 != nil || len(ak) == 0 || len(hk) == 0 {
-			return nil, fmt.Errorf("transfer scp: authkey and hostkey (hex) are required")
-		}
-		if _, err := wr("authorized_keys", string(ak), 0o600); err != nil {
-			return nil, err
-		}
-		hkf, err := wr("hostkey", string(hk), 0o600)
-		if err != nil {
-			return nil, err
-		}
-		os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
-		conf := fmt.Sprintf(`Port %d
+		return g.sshd()
+	case Wget:
+		// Apache serves dir/www, the root holding data/
+		return service.ApacheArgv(g.dir, g.bind, g.port)
+	case SMB:
+		return g.smbd(ctx)
+	case FTP:
+		return g.vsftpd()
+	case SMTP:
+		return g.postfix()
+	}
+	return nil, fmt.Errorf("transfer: unknown protocol %q", g.proto)
+}
+
+// write writes a file of the server's into its directory.
+func (g guest) write(name, body string, mode os.FileMode) (string, error) {
+	f := filepath.Join(g.dir, name)
+	if err := os.WriteFile(f, []byte(body), mode); err != nil {
+		return "", fmt.Errorf("transfer: %w", err)
+	}
+	return f, nil
+}
+
+// sshd configures OpenSSH's server for the scp clients' key.
+func (g guest) sshd() ([]string, error) {
+	ak, err1 := hex.DecodeString(g.p.Str("authkey"))
+	hk, err2 := hex.DecodeString(g.p.Str("hostkey"))
+	if err1 != nil || err2 != nil || len(ak) == 0 || len(hk) == 0 {
+		return nil, fmt.Errorf("transfer scp: authkey and hostkey (hex) are required")
+	}
+	if _, err := g.write("authorized_keys", string(ak), 0o600); err != nil {
+		return nil, err
+	}
+	hkf, err := g.write("hostkey", string(hk), 0o600)
+	if err != nil {
+		return nil, err
+	}
+	os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
+	conf := fmt.Sprintf(`Port %d
 ListenAddress %s
 HostKey %s
 PidFile %s/sshd.pid
@@ -364,20 +382,20 @@ MaxStartups 200
 MaxSessions 200
 Subsystem sftp internal-sftp -d %s
 `, g.port, g.bind, hkf, g.dir, g.dir, filepath.Join(g.dir, "www"))
-		f, err := wr("sshd_config", conf, 0o644)
-		if err != nil {
-			return nil, err
-		}
-		return []string{"sshd", "-D", "-e", "-f", f}, nil
-	case Wget:
-		// Apache serves dir/www, the root holding data/
-		return service.ApacheArgv(g.dir, g.bind, g.port)
-	case SMB:
-		for _, d := range []string{"run", "lock", "state", "cache", "private", "ncalrpc"} {
-			os.MkdirAll(filepath.Join(g.dir, d), 0o755)
-		}
-		iface := "interfaces = " + g.bind + "\n  bind interfaces only = yes\n"
-		conf := fmt.Sprintf(`[global]
+	f, err := g.write("sshd_config", conf, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"sshd", "-D", "-e", "-f", f}, nil
+}
+
+// smbd configures Samba with one share and the clients' password.
+func (g guest) smbd(ctx context.Context) ([]string, error) {
+	for _, d := range []string{"run", "lock", "state", "cache", "private", "ncalrpc"} {
+		os.MkdirAll(filepath.Join(g.dir, d), 0o755)
+	}
+	iface := "interfaces = " + g.bind + "\n  bind interfaces only = yes\n"
+	conf := fmt.Sprintf(`[global]
   smb ports = %[1]d
   %[3]s
   pid directory = %[2]s/run
@@ -406,39 +424,42 @@ Subsystem sftp internal-sftp -d %s
   create mask = 0644
   directory mask = 0755
 `, g.port, g.dir, iface)
-		f, err := wr("smb.conf", conf, 0o644)
-		if err != nil {
-			return nil, err
-		}
-		sec := g.p.Str("secret")
-		if sec == "" {
-			return nil, fmt.Errorf("transfer smb: secret is required")
-		}
-		bin, err := lookSbin("smbpasswd")
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.CommandContext(ctx, bin, "-c", f, "-s", "-a", "root")
-		cmd.Stdin = strings.NewReader(sec + "\n" + sec + "\n")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("transfer smb: smbpasswd: %w: %s", err, strings.TrimSpace(string(out)))
-		}
-		return []string{"smbd", "--foreground", "--no-process-group", "--debug-stdout", "-s", f}, nil
-	case FTP:
-		empty := filepath.Join(g.dir, "empty")
-		os.MkdirAll(empty, 0o755)
-		// anonymous (vsftpd's virtual users need PAM files, the host's
-		// own on native): listening on the instance's address only, and
-		// writable only when the clients upload
-		write := "NO"
-		if g.p.Str("direction") == Upload {
-			write = "YES"
-		}
-		pasv := ""
-		if g.p.Int("pasv-n") > 0 {
-			pasv = fmt.Sprintf("pasv_min_port=%d\npasv_max_port=%d\n", g.p.Int("pasv"), g.p.Int("pasv")+g.p.Int("pasv-n")-1)
-		}
-		conf := fmt.Sprintf(`listen=YES
+	f, err := g.write("smb.conf", conf, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	sec := g.p.Str("secret")
+	if sec == "" {
+		return nil, fmt.Errorf("transfer smb: secret is required")
+	}
+	bin, err := lookSbin("smbpasswd")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, "-c", f, "-s", "-a", "root")
+	cmd.Stdin = strings.NewReader(sec + "\n" + sec + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("transfer smb: smbpasswd: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return []string{"smbd", "--foreground", "--no-process-group", "--debug-stdout", "-s", f}, nil
+}
+
+// vsftpd configures an anonymous FTP server on the instance's address.
+func (g guest) vsftpd() ([]string, error) {
+	empty := filepath.Join(g.dir, "empty")
+	os.MkdirAll(empty, 0o755)
+	// anonymous (vsftpd's virtual users need PAM files, the host's
+	// own on native): listening on the instance's address only, and
+	// writable only when the clients upload
+	write := "NO"
+	if g.p.Str("direction") == Upload {
+		write = "YES"
+	}
+	pasv := ""
+	if g.p.Int("pasv-n") > 0 {
+		pasv = fmt.Sprintf("pasv_min_port=%d\npasv_max_port=%d\n", g.p.Int("pasv"), g.p.Int("pasv")+g.p.Int("pasv-n")-1)
+	}
+	conf := fmt.Sprintf(`listen=YES
 listen_ipv6=NO
 listen_address=%[1]s
 listen_port=%[2]d
@@ -467,15 +488,11 @@ pasv_enable=YES
 %[6]sconnect_from_port_20=NO
 use_localtime=NO
 `, g.bind, g.port, filepath.Join(g.dir, "www"), empty, g.log(), pasv, write)
-		f, err := wr("vsftpd.conf", conf, 0o600)
-		if err != nil {
-			return nil, err
-		}
-		return []string{"vsftpd", f}, nil
-	case SMTP:
-		return g.postfix()
+	f, err := g.write("vsftpd.conf", conf, 0o600)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("transfer: unknown protocol %q", g.proto)
+	return []string{"vsftpd", f}, nil
 }
 
 func lookSbin(name string) (string, error) {
