@@ -529,6 +529,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 	if err := ready(); err != nil {
 		return nil, err
 	}
+	overflowed, haveOverflows := overflowsNow()
 	ctx, cancel := context.WithTimeout(ctx, p.Duration("timeout"))
 	defer cancel()
 	if !pr.Serve(ctx, stop) {
@@ -545,7 +546,7 @@ func serve(ctx context.Context, p workload.Params, ready workload.Barrier, stop 
 		return nil, fmt.Errorf("service %s stopped answering while serving (%v); %s%s", kind, err, logMarker, logTail(dir, logLines))
 	}
 	pr.Stop()
-	return StartMetrics(readyMs, setup), nil
+	return append(StartMetrics(readyMs, setup), overflowMetric(overflowed, haveOverflows)...), nil
 }
 
 // waitReady probes addr until the server gives a good answer, it exits, or
