@@ -145,6 +145,7 @@ func Cells(samples []sample.Sample, o Options) []Cell {
 		ptrs[i] = &g.cell
 	}
 	windowWarnings(ptrs)
+	overflowWarnings(ptrs)
 	bl, at := SplitBaseline(o.Baseline)
 	if _, ok := labelOrder[o.Baseline]; ok {
 		bl, at = o.Baseline, 0 // a label with an @ of its own
@@ -380,6 +381,44 @@ func metricRank(m string) int {
 		return 1
 	}
 	return 0
+}
+
+// overflowWarnings explains the noisy cells of a platform × workload ×
+// instance count whose server's accept queue overflowed
+// (sample.OverflowMetric): connections it had no room for wait for the
+// clients' SYN retransmissions (1 s, 3 s, 7 s ...), which spread their
+// times by whole seconds whatever the platform costs.
+func overflowWarnings(cells []*Cell) {
+	type gk struct {
+		label, workload, params string
+		n                       int
+	}
+	over := map[gk][2]float64{} // repetitions with overflows, the most in one
+	for _, c := range cells {
+		if c.Metric != sample.OverflowMetric {
+			continue
+		}
+		var reps, most float64
+		for _, v := range c.Values {
+			if v > 0 {
+				reps++
+				most = max(most, v)
+			}
+		}
+		if reps > 0 {
+			over[gk{c.Label(), c.Workload, c.Params, c.Instances}] = [2]float64{reps, most}
+		}
+	}
+	for _, c := range cells {
+		o, ok := over[gk{c.Label(), c.Workload, c.Params, c.Instances}]
+		// the servers' readiness (ready_ms, instance_ready_ms) is over
+		// before the clients start: no overflow weighs on it
+		if !ok || c.Metric == sample.OverflowMetric || sample.Bookkeeping(c.Metric) || strings.HasSuffix(c.Metric, "ready_ms") || c.CV <= stats.DefaultCVThreshold {
+			continue
+		}
+		c.Warnings = append(c.Warnings, fmt.Sprintf("accept queue overflowed: in %.0f of %d repetitions the server had no room for connections (%s, up to %.0f in one); they waited for the clients' SYN retransmissions (1 s, 3 s, 7 s ...), which spread these values: fewer users, or a larger backlog",
+			o[0], len(c.Values), sample.OverflowMetric, o[1]))
+	}
 }
 
 // windowWarnings flags the cells of a platform × workload × instance count

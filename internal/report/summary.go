@@ -169,12 +169,13 @@ func ratioNum(r float64) string {
 
 // noiseAdvice is what to do about each kind of noise warning.
 var noiseAdvice = map[string]string{
-	"noisy":                "raise --reps or use --reps auto; see the report",
-	"cold start":           "add --warmup 1",
-	"drift":                "something changed during the run (thermal throttling, another load); rerun on a quiet host",
-	"short window":         "lengthen the workload's duration: its instances did not run together long enough",
-	hoststate.Kind:         "isobench lets TIME_WAIT sockets, dirty pages and leftover processes drain before each repetition (bounded); what was left is in the report: rerun when nothing else runs on the host",
-	hoststate.BaselineKind: "those ratios measure the host's state as much as the platforms; see the report",
+	"noisy":                   "raise --reps or use --reps auto; see the report",
+	"cold start":              "add --warmup 1",
+	"drift":                   "something changed during the run (thermal throttling, another load); rerun on a quiet host",
+	"short window":            "lengthen the workload's duration: its instances did not run together long enough",
+	"accept queue overflowed": "the servers' accept queues overflowed, and the clients' SYN retransmission timeouts are in those values: use fewer users (see the report)",
+	hoststate.Kind:            "isobench lets TIME_WAIT sockets, dirty pages and leftover processes drain before each repetition (bounded); what was left is in the report: rerun when nothing else runs on the host",
+	hoststate.BaselineKind:    "those ratios measure the host's state as much as the platforms; see the report",
 }
 
 // noiseLines prints one line per kind of noise warning: how many cells,
@@ -215,6 +216,8 @@ func noiseLines(w io.Writer, cells []Cell, warmups int) error {
 			what = "compared with a baseline whose host state differed"
 		case "short window":
 			what = "whose instances ran together for under 90% of their run"
+		case "accept queue overflowed":
+			what = "noisy while their server's accept queue overflowed"
 		}
 		advice := noiseAdvice[k]
 		if k == "cold start" && warmups > 0 {

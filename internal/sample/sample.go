@@ -67,6 +67,12 @@ const WindowMetric = "window_overlap_pct"
 // WindowMetric), not a workload's.
 func Bookkeeping(metric string) bool { return metric == SkewMetric || metric == WindowMetric }
 
+// OverflowMetric is what a service's server reports of its accept queue:
+// the connections it had no room for while the clients ran (the
+// kernel's TcpExt ListenOverflows). A workload's metric, and the report's
+// explanation of a noisy cell of the same repetitions (see report).
+const OverflowMetric = "listen_overflows"
+
 // AggregateInstance is the instance index used for aggregate samples.
 const AggregateInstance = -1
 

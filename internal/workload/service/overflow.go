@@ -17,8 +17,8 @@ import (
 // a SYN answered late or dropped, and the client's retransmission timer
 // (1 s, then 3 s, 7 s...) then weighs on the total time: at thousands of
 // users against Apache's backlog of 511, the times spread by whole
-// seconds on every platform, and this count says why.
-const OverflowMetric = "listen_overflows"
+// seconds, and this count says why.
+const OverflowMetric = sample.OverflowMetric
 
 // listenOverflows reads TcpExt ListenOverflows from netstat (the format
 // of /proc/net/netstat: a line of names, then a line of values, per
