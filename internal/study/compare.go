@@ -30,7 +30,11 @@ type Check struct {
 	A, B       string      // A better than B (or the same as B)
 	Ratio      stats.Ratio // A relative to B
 	Want       string      // "better" or "same"
-	Outcome    string
+	// Margin is a "same" finding's equivalence margin (see
+	// Finding.Margin): it agrees only when the ratio's interval lies
+	// within 1 ± Margin.
+	Margin  float64
+	Outcome string
 }
 
 // Checks evaluates the checkable findings of f against a run's cells.
@@ -76,7 +80,10 @@ func Checks(f File, cells []report.Cell) []Check {
 					paired := a.Instances == b.Instances && f.Study.sameRun(a.Label(), b.Label())
 					r := stats.Compare(values(b), values(a), paired, a.Better, stats.Options{Seed: 1})
 					c := Check{Experiment: e.ID, Finding: fd.Text, Cell: g.name, Metric: metric, A: pr[0], B: pr[1], Ratio: r, Want: want}
-					c.Outcome = outcome(want, r.Verdict)
+					if want == "same" {
+						c.Margin = fd.margin()
+					}
+					c.Outcome = outcome(c)
 					if emulatedLabel(emulated, pr[0]) || emulatedLabel(emulated, pr[1]) {
 						c.Outcome = NotComparable // the emulator, not the paper's hypervisor
 					}
@@ -95,7 +102,7 @@ func Checks(f File, cells []report.Cell) []Check {
 func (c Check) Text() string {
 	rel := "better than"
 	if c.Want == "same" {
-		rel = "the same as"
+		rel = fmt.Sprintf("the same (within %s) as", percent(c.Margin))
 	}
 	r := c.Ratio
 	ci := "no interval"
@@ -132,14 +139,30 @@ func findingPairs(fd Finding) (pairs [][2]string, want string) {
 	return nil, ""
 }
 
-func outcome(want, verdict string) string {
+// outcome is what a check's interval says of its finding. A "same"
+// finding is an equivalence claim: it agrees only when the whole 95%
+// interval of the ratio lies within 1 ± margin, disagrees when the whole
+// interval lies outside it, and is undecided when the interval is too wide
+// to tell: an interval that merely contains 1 is no evidence that two
+// platforms are alike.
+func outcome(c Check) string {
+	verdict := c.Ratio.Verdict
 	switch {
 	case verdict == stats.VerdictInsufficient:
 		return Undecided
-	case want == "same" && verdict == stats.VerdictSame:
-		return Agrees
-	case want == "same":
-		return Disagrees
+	case c.Want == "same":
+		r := c.Ratio
+		if !r.CIValid {
+			return Undecided
+		}
+		lo, hi := 1-c.Margin, 1+c.Margin
+		switch {
+		case r.CILow >= lo && r.CIHigh <= hi:
+			return Agrees
+		case r.CIHigh < lo || r.CILow > hi:
+			return Disagrees
+		}
+		return Undecided
 	case verdict == stats.VerdictFaster:
 		return Agrees
 	case verdict == stats.VerdictSlower:
@@ -384,4 +407,9 @@ func printScore(w io.Writer, e Experiment, cells []report.Cell, baseline, centra
 	if e.Score.PaperNote != "" {
 		fmt.Fprintf(w, "    %s\n", e.Score.PaperNote)
 	}
+}
+
+// percent writes a margin as a percentage: 0.1 -> "10%", 0.035 -> "3.5%".
+func percent(m float64) string {
+	return strconv.FormatFloat(100*m, 'f', -1, 64) + "%"
 }

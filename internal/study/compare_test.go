@@ -153,3 +153,42 @@ func TestPinnedBaselineComparesAcrossInstanceCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestSameNeedsTheIntervalInsideTheMargin: "the same" is an equivalence
+// claim. It agrees only when the ratio's whole interval lies within
+// 1 ± margin; an interval that merely contains 1 because it is wide (study
+// 004's mail cells on this host: 0.87 [0.66, 1.18]) leaves it undecided,
+// and one wholly outside the margin disagrees.
+func TestSameNeedsTheIntervalInsideTheMargin(t *testing.T) {
+	f := func(margin float64) File {
+		return File{Platforms: []string{"native", "docker"}, Workloads: []string{"smtp"}, Study: &Meta{ID: "t", Title: "t", Scale: "standard",
+			Experiments: []Experiment{{ID: "fig11", Workload: "smtp", Metric: "messages_per_min", Findings: []Finding{
+				{Text: "within 3% of native", Same: []string{"native", "docker"}, Margin: margin},
+			}}}}}
+	}
+	native := cell("native", "smtp", "", "messages_per_min", "higher", 1, 100, 101, 99, 100.5, 99.5)
+	for _, tc := range []struct {
+		name   string
+		margin float64
+		docker []float64
+		want   string
+	}{
+		{"tight and inside 3%", 0.03, []float64{99, 100, 98, 99.5, 98.5}, Agrees},
+		{"wide, containing 1", 0.03, []float64{60, 130, 80, 118, 70}, Undecided},
+		{"tight, 1% off, default 10% margin", 0, []float64{99, 100, 98, 99.5, 98.5}, Agrees},
+		{"clearly 20% off", 0.03, []float64{80, 81, 79, 80.5, 79.5}, Disagrees},
+		{"2-8% off: the interval straddles the margin", 0.03, []float64{92, 98, 94, 97, 95}, Undecided},
+	} {
+		checks := Checks(f(tc.margin), []report.Cell{native, cell("docker", "smtp", "", "messages_per_min", "higher", 1, tc.docker...)})
+		if len(checks) != 1 {
+			t.Fatalf("%s: %d checks", tc.name, len(checks))
+		}
+		if checks[0].Outcome != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, checks[0].Outcome, checks[0].Text(), tc.want)
+		}
+	}
+	bad := f(1.5)
+	if err := bad.Check(); err == nil || !strings.Contains(err.Error(), "margin") {
+		t.Errorf("a margin of 1.5: %v, want an error naming the margin", err)
+	}
+}

@@ -176,8 +176,24 @@ type Finding struct {
 	Better []string `yaml:"better,omitempty,flow" json:"better,omitempty"`
 	// Ranking: best first; every ordered pair (i before j) is a Better.
 	Ranking []string `yaml:"ranking,omitempty,flow" json:"ranking,omitempty"`
-	// Same: no detectable difference between these platforms.
+	// Same: these platforms perform alike: within Margin of each other.
 	Same []string `yaml:"same,omitempty,flow" json:"same,omitempty"`
+	// Margin is how far apart a Same finding's platforms may be and still
+	// count as the same (0.03: within 3%, as a paper says "within 3% of
+	// native"); 0 means DefaultMargin.
+	Margin float64 `yaml:"margin,omitempty" json:"margin,omitempty"`
+}
+
+// DefaultMargin is a Same finding's margin when it states none: the ratio's
+// 95% interval must lie within 1 ± 10% for the finding to agree.
+const DefaultMargin = 0.10
+
+// margin is the finding's equivalence margin.
+func (fd Finding) margin() float64 {
+	if fd.Margin > 0 {
+		return fd.Margin
+	}
+	return DefaultMargin
 }
 
 // Scales every study has: paper is the file as written; quick runs every
@@ -373,6 +389,9 @@ func (f File) Check() error {
 			}
 			if len(fd.Better) != 0 && len(fd.Better) != 2 {
 				return fmt.Errorf("study %s: experiment %s: better needs two platforms [A, B], got %v", m.ID, e.ID, fd.Better)
+			}
+			if fd.Margin != 0 && (len(fd.Same) == 0 || !(fd.Margin > 0 && fd.Margin < 1)) {
+				return fmt.Errorf("study %s: experiment %s: finding %q: margin %g: a margin belongs to a same: finding and lies between 0 and 1 (0.03 for within 3%%)", m.ID, e.ID, fd.Text, fd.Margin)
 			}
 		}
 	}
