@@ -235,10 +235,9 @@ var placements = [][2]string{{OnInstance, OnHost}, {OnInstance, OnInstance}, {On
 
 // testDuration is how long each client runs in the platform tests: enough
 // for thousands of transactions, short enough for the whole matrix. A
-// client measures from the barrier's release, so one that reaches it more
-// than this late under CI's load sends nothing and fails, rightly, with
-// "no bytes were transferred" (it did once at 400 ms, for a client in a
-// Docker container with the host's network).
+// client whose streams got nothing written within it under CI's load
+// fails, rightly, with "no bytes were transferred" (it did once at 400 ms,
+// for a client in a Docker container with the host's network).
 const testDuration = "1s"
 
 // runAll runs each network workload briefly with the placement given and
