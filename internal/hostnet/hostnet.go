@@ -343,6 +343,11 @@ func (b *Bridge) removeIfUnused(ctx context.Context) error {
 	for _, l := range leases {
 		os.Remove(filepath.Join(b.LeaseDir, l.Addr.String()))
 	}
+	// once begun, the removal finishes: a Ctrl-C between deleting the
+	// bridge and its FORWARD rule had left the rule of a bridge that is
+	// gone (CI's e2e signal test)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	if b.Exists() {
 		if err := ip(ctx, "link", "del", b.Name); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
 			return err
