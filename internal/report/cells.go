@@ -383,17 +383,23 @@ func metricRank(m string) int {
 	return 0
 }
 
+// runGroup is a platform × workload × instance count: the cells of every
+// metric of the same repetitions, which a cell of one metric (the window's
+// overlap, the server's overflows) can explain.
+type runGroup struct {
+	label, workload, params string
+	n                       int
+}
+
+func groupOf(c *Cell) runGroup { return runGroup{c.Label(), c.Workload, c.Params, c.Instances} }
+
 // overflowWarnings explains the noisy cells of a platform × workload ×
 // instance count whose server's accept queue overflowed
 // (sample.OverflowMetric): connections it had no room for wait for the
 // clients' SYN retransmissions (1 s, 3 s, 7 s ...), which spread their
 // times by whole seconds whatever the platform costs.
 func overflowWarnings(cells []*Cell) {
-	type gk struct {
-		label, workload, params string
-		n                       int
-	}
-	over := map[gk][2]float64{} // repetitions with overflows, the most in one
+	over := map[runGroup][2]float64{} // repetitions with overflows, the most in one
 	for _, c := range cells {
 		if c.Metric != sample.OverflowMetric {
 			continue
@@ -406,11 +412,11 @@ func overflowWarnings(cells []*Cell) {
 			}
 		}
 		if reps > 0 {
-			over[gk{c.Label(), c.Workload, c.Params, c.Instances}] = [2]float64{reps, most}
+			over[groupOf(c)] = [2]float64{reps, most}
 		}
 	}
 	for _, c := range cells {
-		o, ok := over[gk{c.Label(), c.Workload, c.Params, c.Instances}]
+		o, ok := over[groupOf(c)]
 		// the servers' readiness (ready_ms, instance_ready_ms) is over
 		// before the clients start: no overflow weighs on it
 		if !ok || c.Metric == sample.OverflowMetric || sample.Bookkeeping(c.Metric) || strings.HasSuffix(c.Metric, "ready_ms") || c.CV <= stats.DefaultCVThreshold {
@@ -427,11 +433,7 @@ func overflowWarnings(cells []*Cell) {
 // read over a window that short, so the cell says so instead of being
 // averaged silently.
 func windowWarnings(cells []*Cell) {
-	type gk struct {
-		label, workload, params string
-		n                       int
-	}
-	short := map[gk][2]float64{} // lowest overlap %, repetitions below
+	short := map[runGroup][2]float64{} // lowest overlap %, repetitions below
 	for _, c := range cells {
 		if c.Metric != sample.WindowMetric {
 			continue
@@ -444,11 +446,11 @@ func windowWarnings(cells []*Cell) {
 			}
 		}
 		if below > 0 {
-			short[gk{c.Label(), c.Workload, c.Params, c.Instances}] = [2]float64{low, below}
+			short[groupOf(c)] = [2]float64{low, below}
 		}
 	}
 	for _, c := range cells {
-		if w, ok := short[gk{c.Label(), c.Workload, c.Params, c.Instances}]; ok {
+		if w, ok := short[groupOf(c)]; ok {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("short window: in %.0f of %d repetitions the %d instances ran together for under %.0f%% of their run (lowest %.0f%%); their rates are read over that window: lengthen duration",
 				w[1], len(c.Values), c.Instances, 100*window.MinFrac, w[0]))
 		}
