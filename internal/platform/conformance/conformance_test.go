@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -129,5 +130,22 @@ func TestSweepLeftovers(t *testing.T) {
 		return nil, errors.New("no daemon")
 	}, "")(context.Background()); err == nil {
 		t.Error("a failed sweep is no error")
+	}
+}
+
+// TestSplitGone: an engine pid gone at the check is an error only when a
+// later footprint names it again.
+func TestSplitGone(t *testing.T) {
+	alive := map[int]bool{10: true, 12: true}
+	gone := missingPIDs([]int{10, 11, 12, 13}, func(p int) bool { return alive[p] })
+	if !slices.Equal(gone, []int{11, 13}) {
+		t.Fatalf("missingPIDs = %v, want [11 13]", gone)
+	}
+	bogus, ended := splitGone(gone, []int{10, 13})
+	if !slices.Equal(bogus, []int{13}) || !slices.Equal(ended, []int{11}) {
+		t.Errorf("splitGone = bogus %v, ended %v; want [13], [11]", bogus, ended)
+	}
+	if !processExists(os.Getpid()) || processExists(-1) {
+		t.Errorf("processExists: own pid %v, pid -1 %v", processExists(os.Getpid()), processExists(-1))
 	}
 }
