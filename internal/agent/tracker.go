@@ -52,7 +52,10 @@ func (t *tracker) Track(c *workload.Counter, rates ...workload.Rate) (stop func(
 	now, p0 := agentproto.Monotonic(), c.Record()
 	// the Counter's instants on this clock: read back to back
 	mono := func(d time.Duration) int64 { return now + int64(d-p0.At) }
-	origin := t.origin(now, float64(p0.N)) // the release when no work was done yet
+	origin := now // the work began at the tracking (workload.TrackStarted)
+	if !c.StartsAtRecord() {
+		origin = t.origin(now, float64(p0.N)) // the release when no work was done yet
+	}
 	tls := make([]*agentproto.Timeline, len(rates))
 	for i, r := range rates {
 		tls[i] = &agentproto.Timeline{Metric: r.Metric}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -74,6 +75,17 @@ func TestTrackerBeginsAtTheRelease(t *testing.T) {
 	}
 	if tls[1].Clock[0] <= release {
 		t.Errorf("a timeline whose count was 7 at its start begins at %d, not after the release %d", tls[1].Clock[0], release)
+	}
+	// work that began at its tracking (workload.TrackStarted: a tool
+	// whose threads started after its own start-up) begins there, not at
+	// the release
+	tr3 := &tracker{}
+	tr3.released(release)
+	ctx := workload.WithTracker(context.Background(), tr3)
+	before := agentproto.Monotonic()
+	workload.TrackStarted(ctx, workload.NewCounter(), workload.Rate{Metric: "tool", Scale: 1})()
+	if tl := tr3.timelines(); len(tl) != 1 || tl[0].Clock[0] < before {
+		t.Errorf("a TrackStarted timeline %+v begins before its tracking (%d), at the release %d?", tl, before, release)
 	}
 	// a release not yet past (a clock the host set ahead) is not used
 	future := agentproto.Monotonic() + int64(time.Hour)

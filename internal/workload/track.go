@@ -45,6 +45,17 @@ type Counter struct {
 	rec  bool          // keeping points (a Tracker reads them)
 	tick time.Duration // between points while it grows steadily
 	pts  []Point
+	// atRecord: the timed work began when tracking began (TrackStarted),
+	// not at the barrier's release
+	atRecord bool
+}
+
+// StartsAtRecord reports whether the Counter's work began when it was
+// first tracked (TrackStarted) rather than at the barrier's release.
+func (c *Counter) StartsAtRecord() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.atRecord
 }
 
 // Point is a Counter's count N at instant At (since its clock's origin).
@@ -154,6 +165,22 @@ func WithTracker(ctx context.Context, t Tracker) context.Context {
 // right after the barrier and call the returned stop when the timed work
 // ends. Each Counter is tracked once.
 func Track(ctx context.Context, c *Counter, rates ...Rate) (stop func()) {
+	return track(ctx, c, rates)
+}
+
+// TrackStarted is Track for work that begins now, some time after the
+// barrier, such as an external tool's once its own threads started: the
+// time between the release and now is the tool starting, not the
+// instance waiting for the CPU, and is left out of its run (Track counts
+// an instance with no work done yet as running from the release).
+func TrackStarted(ctx context.Context, c *Counter, rates ...Rate) (stop func()) {
+	c.mu.Lock()
+	c.atRecord = true
+	c.mu.Unlock()
+	return track(ctx, c, rates)
+}
+
+func track(ctx context.Context, c *Counter, rates []Rate) (stop func()) {
 	if t, ok := ctx.Value(trackerKey{}).(Tracker); ok && t != nil {
 		return t.Track(c, rates...)
 	}

@@ -36,6 +36,9 @@ type CPU struct {
 	// events and no time limit applies (--events=N --time=0, sysbench
 	// 0.4.12's --max-requests); the report's total time is the result.
 	Events int
+	// ReportInterval, when above 0 in a timed run, asks for an intermediate
+	// report every that many seconds (--report-interval; ParseInterim).
+	ReportInterval int
 }
 
 // Memory parameters of `sysbench memory`.
@@ -46,6 +49,8 @@ type Memory struct {
 	Oper      string // read, write or none
 	Access    string // seq or rnd
 	Duration  time.Duration
+	// ReportInterval: as CPU's.
+	ReportInterval int
 }
 
 // FileIO modes of `sysbench fileio --file-test-mode`.
@@ -88,6 +93,9 @@ func (c CPU) Args() []string {
 			}
 		}
 	}
+	if c.ReportInterval > 0 && c.Events <= 0 {
+		a = append(a, "--report-interval="+strconv.Itoa(c.ReportInterval))
+	}
 	return append(a, "--cpu-max-prime="+strconv.Itoa(c.MaxPrime), "run")
 }
 
@@ -105,7 +113,56 @@ func (m Memory) Args() []string {
 	if m.Access != "" {
 		a = append(a, "--memory-access-mode="+m.Access)
 	}
+	if m.ReportInterval > 0 {
+		a = append(a, "--report-interval="+strconv.Itoa(m.ReportInterval))
+	}
 	return append(a, "run")
+}
+
+// ThreadsStarted is the line sysbench 1.0 prints when its worker threads
+// start, just before the timed work.
+const ThreadsStarted = "Threads started!"
+
+// Interim is one of sysbench 1.0's intermediate reports (--report-interval):
+// At seconds after its threads started, the rate over the interval that
+// ends there, PerSec in Unit: events/s for cpu ("[ 1s ] thds: 2 eps:
+// 2263.31 lat (ms,95%): 1.08"), MiB/s for memory ("[ 1s ] 8150.19
+// MiB/sec").
+type Interim struct {
+	At     float64
+	PerSec float64
+	Unit   string
+}
+
+var (
+	reInterimEvents = regexp.MustCompile(`^\[\s*` + reNumber + `s\s*\]\s+thds:\s*[0-9]+\s+eps:\s*` + reNumber)
+	reInterimMiB    = regexp.MustCompile(`^\[\s*` + reNumber + `s\s*\]\s+` + reNumber + `\s+MiB/sec`)
+)
+
+// ParseInterim reads one line of sysbench's output as an intermediate
+// report; ok is false for every other line.
+func ParseInterim(line string) (in Interim, ok bool) {
+	line = strings.TrimSpace(line)
+	if m := reInterimEvents.FindStringSubmatch(line); m != nil {
+		return Interim{At: atof(m[1]), PerSec: atof(m[2]), Unit: "events/s"}, true
+	}
+	if m := reInterimMiB.FindStringSubmatch(line); m != nil {
+		return Interim{At: atof(m[1]), PerSec: atof(m[2]), Unit: "MiB/s"}, true
+	}
+	return Interim{}, false
+}
+
+// TotalEvents reads a 1.0 report's "total number of events" (cpu: events;
+// memory: operations).
+func TotalEvents(r io.Reader) (float64, error) {
+	rep, err := scan(r)
+	if err != nil {
+		return 0, err
+	}
+	if !rep.hasTotalEvents {
+		return 0, fmt.Errorf("sysbench: no total number of events in the report")
+	}
+	return rep.totalEvents, nil
 }
 
 // Args builds `sysbench fileio ... COMMAND` where command is prepare, run or

@@ -36,6 +36,8 @@ func TestParse(t *testing.T) {
 		want map[string]float64
 	}{
 		{"sysbench-cpu-1.0.20.txt", map[string]float64{"events_per_sec": 6867.00, "latency_avg": 0.29, "latency_p95": 0.31, "latency_max": 1.97}},
+		{"sysbench-cpu-interval-1.0.20.txt", map[string]float64{"events_per_sec": 2303.88, "latency_avg": 0.87, "latency_p95": 1.03, "latency_max": 9.52}},
+		{"sysbench-memory-interval-1.0.20.txt", map[string]float64{"ops_per_sec": 8113621.16, "mib_per_sec": 7923.46, "latency_avg": 0.00, "latency_p95": 0.00, "latency_max": 2.10}},
 		{"sysbench-cpu-1.0.11.txt", map[string]float64{"events_per_sec": 9093.38, "latency_avg": 0.88, "latency_p95": 1.55, "latency_max": 24.65}},
 		{"sysbench-cpu-0.4.12.txt", map[string]float64{"events_per_sec": 10000 / 42.9285, "latency_avg": 4.29, "latency_p95": 4.81, "latency_max": 15.26}},
 		{"sysbench-memory-1.0.20.txt", map[string]float64{"ops_per_sec": 8727256.05, "mib_per_sec": 8522.71, "latency_avg": 0.00, "latency_p95": 0.00, "latency_max": 0.10}},
@@ -212,5 +214,52 @@ func TestFixedWork(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join("testdata", "sysbench-fileio-prepare-1.0.20.txt"))
 	if _, err := ParseFixedWork(bytes.NewReader(b), 10); err == nil {
 		t.Error("a prepare step parsed as fixed work")
+	}
+}
+
+// TestInterim reads the intermediate reports (--report-interval=1) of
+// captured cpu and memory runs, and nothing else from any test file.
+func TestInterim(t *testing.T) {
+	want := map[string][]Interim{
+		"sysbench-cpu-interval-1.0.20.txt":    {{1, 2263.31, "events/s"}, {2, 2394.33, "events/s"}},
+		"sysbench-memory-interval-1.0.20.txt": {{1, 8150.19, "MiB/s"}, {2, 7950.14, "MiB/s"}},
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []Interim
+		for _, l := range strings.Split(string(b), "\n") {
+			if in, ok := ParseInterim(l); ok {
+				got = append(got, in)
+			}
+		}
+		if w := want[filepath.Base(f)]; !reflect.DeepEqual(got, w) {
+			t.Errorf("%s: intermediate reports %v, want %v", f, got, w)
+		}
+	}
+	for name, events := range map[string]float64{"sysbench-cpu-interval-1.0.20.txt": 6918, "sysbench-memory-interval-1.0.20.txt": 24353002} {
+		b, _ := os.ReadFile(filepath.Join("testdata", name))
+		if n, err := TotalEvents(bytes.NewReader(b)); err != nil || n != events {
+			t.Errorf("%s: TotalEvents = %v, %v; want %v", name, n, err, events)
+		}
+	}
+	if _, err := TotalEvents(strings.NewReader("FATAL: no such test")); err == nil {
+		t.Error("TotalEvents of an error message: no error")
+	}
+	cpu := strings.Join(CPU{Threads: 8, MaxPrime: 10000, Duration: 2 * time.Second, ReportInterval: 1}.Args(), " ")
+	if !strings.Contains(cpu, "--report-interval=1") {
+		t.Errorf("cpu args %q: no --report-interval=1", cpu)
+	}
+	if fixed := strings.Join(CPU{Threads: 8, MaxPrime: 10000, Events: 100, ReportInterval: 1}.Args(), " "); strings.Contains(fixed, "report-interval") {
+		t.Errorf("fixed-work cpu args %q: a report interval (fixed work is timed as a whole)", fixed)
+	}
+	if mem := strings.Join(Memory{Threads: 1, BlockSize: 1024, TotalSize: 1 << 30, Duration: time.Second, ReportInterval: 1}.Args(), " "); !strings.Contains(mem, "--report-interval=1") {
+		t.Errorf("memory args %q: no --report-interval=1", mem)
 	}
 }

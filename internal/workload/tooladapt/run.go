@@ -83,10 +83,17 @@ const maxStderr = 2048
 // on failure, for tools that report errors there). A failure carries the
 // tail of the tool's standard error (or output).
 func runTool(ctx context.Context, dir, bin string, args ...string) ([]byte, error) {
+	return runToolLines(ctx, dir, bin, nil, args...)
+}
+
+// runToolLines is runTool that also hands each line of the tool's standard
+// output to each (when not nil) as the line arrives.
+func runToolLines(ctx context.Context, dir, bin string, each func(string), args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
+	var stderr bytes.Buffer
+	stdout := &lineWriter{each: each}
+	cmd.Stdout = stdout
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
@@ -95,14 +102,39 @@ func runTool(ctx context.Context, dir, bin string, args ...string) ([]byte, erro
 		}
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
-			msg = strings.TrimSpace(stdout.String())
+			msg = strings.TrimSpace(stdout.buf.String())
 		}
 		if len(msg) > maxStderr {
 			msg = "..." + msg[len(msg)-maxStderr:]
 		}
-		return stdout.Bytes(), fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(args, " "), err, msg)
+		return stdout.buf.Bytes(), fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(args, " "), err, msg)
 	}
-	return stdout.Bytes(), nil
+	return stdout.buf.Bytes(), nil
+}
+
+// lineWriter keeps everything written to it in buf and passes each
+// complete line (without its newline) to each, if set, as it arrives.
+type lineWriter struct {
+	buf  bytes.Buffer
+	part []byte
+	each func(string)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	if w.each == nil {
+		return len(p), nil
+	}
+	w.part = append(w.part, p...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			break
+		}
+		w.each(string(w.part[:i]))
+		w.part = w.part[i+1:]
+	}
+	return len(p), nil
 }
 
 // server is a tool's server process started for a loopback run.
