@@ -128,8 +128,9 @@ for p in $platforms; do
       # whole VM.
       per=1
       if [ "$p" != qemu ]; then
-        run "$work/fp-$p.db" --platform "$base" --workload footprint:load=cpu,window=3s --reps 3
-        per=$(sqlite3 "$work/fp-$p.db" "SELECT value/3.0 FROM samples WHERE metric='cpu_seconds' AND warmup=0 AND instance != -1" |
+        fpwin=3 # seconds
+        run "$work/fp-$p.db" --platform "$base" --workload "footprint:load=cpu,window=${fpwin}s" --reps 3
+        per=$(sqlite3 "$work/fp-$p.db" "SELECT value/$fpwin.0 FROM samples WHERE metric='cpu_seconds' AND warmup=0 AND instance != -1" |
           python3 -c 'import statistics, sys; v=[float(x) for x in sys.stdin.read().split()]; print(f"{statistics.median(v):.3f}" if v else 1)')
       fi
       cells "$db" | python3 -c '

@@ -48,6 +48,12 @@ func ParentPID(pid int) int {
 	return ppid
 }
 
+// ProcExists reports whether /proc has process pid (a zombie included).
+func ProcExists(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}
+
 // ProcArgv is process pid's argv from /proc/PID/cmdline, or one empty
 // string when it cannot be read (a kernel thread, a process gone), so
 // that argv[0] can always be looked at.

@@ -46,3 +46,9 @@ func TestProcArgv(t *testing.T) {
 		t.Errorf("ProcArgv(-1) = %q", got)
 	}
 }
+
+func TestProcExists(t *testing.T) {
+	if !ProcExists(os.Getpid()) || ProcExists(-1) {
+		t.Errorf("ProcExists: own pid %v, pid -1 %v", ProcExists(os.Getpid()), ProcExists(-1))
+	}
+}

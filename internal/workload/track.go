@@ -165,7 +165,10 @@ func WithTracker(ctx context.Context, t Tracker) context.Context {
 // right after the barrier and call the returned stop when the timed work
 // ends. Each Counter is tracked once.
 func Track(ctx context.Context, c *Counter, rates ...Rate) (stop func()) {
-	return track(ctx, c, rates)
+	if t, ok := ctx.Value(trackerKey{}).(Tracker); ok && t != nil {
+		return t.Track(c, rates...)
+	}
+	return func() {}
 }
 
 // TrackStarted is Track for work that begins now, some time after the
@@ -177,12 +180,5 @@ func TrackStarted(ctx context.Context, c *Counter, rates ...Rate) (stop func()) 
 	c.mu.Lock()
 	c.atRecord = true
 	c.mu.Unlock()
-	return track(ctx, c, rates)
-}
-
-func track(ctx context.Context, c *Counter, rates []Rate) (stop func()) {
-	if t, ok := ctx.Value(trackerKey{}).(Tracker); ok && t != nil {
-		return t.Track(c, rates...)
-	}
-	return func() {}
+	return Track(ctx, c, rates...)
 }

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/isobench/isobench/internal/guestenv"
+	"github.com/isobench/isobench/internal/hostos"
 	"github.com/isobench/isobench/internal/platform"
 )
 
@@ -1101,7 +1102,7 @@ func (s *suite) testFootprint(t *testing.T) {
 // never existed is named every time.
 func (s *suite) checkEnginePIDs(t *testing.T, fper platform.Footprinter, pids []int) {
 	t.Helper()
-	gone := missingPIDs(pids, processExists)
+	gone := missingPIDs(pids, hostos.ProcExists)
 	if len(gone) == 0 {
 		return
 	}
@@ -1141,11 +1142,6 @@ func splitGone(gone, later []int) (bogus, ended []int) {
 		}
 	}
 	return bogus, ended
-}
-
-func processExists(pid int) bool {
-	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-	return err == nil
 }
 
 // firstWrite closes c at its first write.

@@ -52,7 +52,7 @@ func (in *Instance) Footprint(ctx context.Context) (platform.Footprint, error) {
 				m, c = runc.ContainerCgroup(m, in.ID()), runc.ContainerCgroup(c, in.ID())
 			}
 			if err != nil || m == "" || c == "" {
-				if alive(pid) {
+				if hostos.ProcExists(pid) {
 					fp.EnginePIDs = append(fp.EnginePIDs, pid)
 				}
 				continue
@@ -88,11 +88,6 @@ func childPIDs(pid int) []int {
 		}
 	}
 	return out
-}
-
-func alive(pid int) bool {
-	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-	return err == nil
 }
 
 var _ platform.OOMReporter = (*Instance)(nil)
