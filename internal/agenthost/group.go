@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -271,4 +272,49 @@ func (g Group) Window(metric string) (r window.Result, ok bool, err error) {
 		return window.Result{}, false, err
 	}
 	return r, true, nil
+}
+
+// ApplyWindow replaces, in every instance's metrics, each tracked rate
+// (workload.Track) by the instance's rate over the window in which every
+// instance of the repetition was running, and returns the narrowest such
+// window (nil when nothing was tracked). The rate over the instance's own
+// interval stays in its tags as METRIC_own. A window that cannot be
+// computed (the runs did not overlap at all) is an error: the instances
+// did not run concurrently. ms and tags are Results' (tags[i] is made
+// when nil).
+func (g Group) ApplyWindow(ms [][]sample.Metric, tags []map[string]string) (*window.Result, error) {
+	if len(g) < 2 {
+		return nil, nil
+	}
+	var narrowest *window.Result
+	seen := map[string]bool{}
+	for _, tl := range g[0].Timelines {
+		if seen[tl.Metric] {
+			continue
+		}
+		seen[tl.Metric] = true
+		w, ok, err := g.Window(tl.Metric)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		for i := range ms {
+			for j := range ms[i] {
+				if ms[i][j].Name != tl.Metric {
+					continue
+				}
+				if tags[i] == nil {
+					tags[i] = map[string]string{}
+				}
+				tags[i][tl.Metric+"_own"] = strconv.FormatFloat(ms[i][j].Value, 'g', 6, 64)
+				ms[i][j].Value = w.Rates[i]
+			}
+		}
+		if narrowest == nil || w.Frac < narrowest.Frac {
+			narrowest = &w
+		}
+	}
+	return narrowest, nil
 }

@@ -550,7 +550,9 @@ func (r *Runner) repOn(ctx context.Context, p Plan, t Target, job Job, n, rep in
 	var ar agentRun
 	var err error
 	if job.Def.Host != nil {
-		results, err = job.Def.Host(ctx, job.Params, workload.HostEnv{Platform: t.Platform, Base: base, Instances: n, NewName: r.name})
+		env := workload.HostEnv{Platform: t.Platform, Base: base, Instances: n, NewName: r.name,
+			Window: func(w window.Result) { ar.window = &w }}
+		results, err = job.Def.Host(ctx, job.Params, env)
 	} else {
 		results, ar, err = r.agentRep(ctx, t, base, job, n, rep, cpus)
 	}
@@ -597,6 +599,8 @@ func (r *Runner) repOn(ctx context.Context, p Plan, t Target, job Job, n, rep in
 			skewTags["wake"] = ar.wake
 		}
 		out = append(out, mk(sample.Metric{Name: sample.SkewMetric, Value: float64(ar.skew) / float64(time.Millisecond), Unit: "ms", Better: sample.Lower}, sample.AggregateInstance, skewTags, start, dur))
+	}
+	if n > 1 {
 		if ar.window != nil {
 			wtags := maps.Clone(aggTags)
 			if wtags == nil {
@@ -616,50 +620,6 @@ type agentRun struct {
 	skew   time.Duration
 	wake   string
 	window *window.Result
-}
-
-// commonWindow replaces, in every instance's metrics, each tracked rate
-// (workload.Track) by the instance's rate over the window in which every
-// instance of the repetition was running, and returns the narrowest such
-// window (nil when nothing was tracked). The rate over the instance's own
-// interval stays in its tags as METRIC_own. A window that cannot be
-// computed (the runs did not overlap at all) is an error: the instances
-// did not run concurrently.
-func commonWindow(g agenthost.Group, ms [][]sample.Metric, tags []map[string]string) (*window.Result, error) {
-	if len(g) < 2 {
-		return nil, nil
-	}
-	var narrowest *window.Result
-	seen := map[string]bool{}
-	for _, tl := range g[0].Timelines {
-		if seen[tl.Metric] {
-			continue
-		}
-		seen[tl.Metric] = true
-		w, ok, err := g.Window(tl.Metric)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		for i := range ms {
-			for j := range ms[i] {
-				if ms[i][j].Name != tl.Metric {
-					continue
-				}
-				if tags[i] == nil {
-					tags[i] = map[string]string{}
-				}
-				tags[i][tl.Metric+"_own"] = strconv.FormatFloat(ms[i][j].Value, 'g', 6, 64)
-				ms[i][j].Value = w.Rates[i]
-			}
-		}
-		if narrowest == nil || w.Frac < narrowest.Frac {
-			narrowest = &w
-		}
-	}
-	return narrowest, nil
 }
 
 // agentRep creates n instances, runs the agent workload in each, releases
@@ -721,7 +681,7 @@ func (r *Runner) agentRep(ctx context.Context, t Target, base platform.Spec, job
 		g.Abort()
 		return nil, agentRun{}, explainOOM(ctx, insts, base.Memory, err)
 	}
-	win, err := commonWindow(g, ms, tags)
+	win, err := g.ApplyWindow(ms, tags)
 	if err != nil {
 		return nil, agentRun{}, err
 	}

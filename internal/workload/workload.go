@@ -19,6 +19,7 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
+	"github.com/isobench/isobench/internal/window"
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/suggest"
 )
@@ -103,6 +104,11 @@ type HostEnv struct {
 	Instances int
 	// NewName returns a unique instance name for this run.
 	NewName func() string
+	// Window, when set, takes the common measurement window over which a
+	// host-driven workload read its instances' tracked rates
+	// (agenthost.Group.ApplyWindow), for the runner to record beside
+	// them as it does an in-guest workload's.
+	Window func(window.Result)
 }
 
 // InstanceResult is what one instance of a host-driven workload measured.

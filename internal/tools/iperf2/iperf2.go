@@ -67,6 +67,7 @@ type Client struct {
 	Duration time.Duration // rounded up to whole seconds, at least 1
 	Window   int64         // TCP window (-w) in bytes; 0: the kernel's
 	Parallel int           // streams (-P)
+	Interval int           // seconds between interval reports (-i); 0: none
 }
 
 // Args builds the client command line.
@@ -81,6 +82,9 @@ func (c Client) Args() []string {
 	}
 	if c.Parallel > 1 {
 		a = append(a, "-P", strconv.Itoa(c.Parallel))
+	}
+	if c.Interval > 0 {
+		a = append(a, "-i", strconv.Itoa(c.Interval))
 	}
 	return a
 }
@@ -215,6 +219,26 @@ func ParseReport(r io.Reader) (Report, error) {
 		return Report{}, ErrNoResult
 	}
 	return rep, nil
+}
+
+// Interval is one line of a client's -y C report: stream ID's bytes over
+// [Start, End] seconds since it connected. With -i the intervals come
+// first, each as it ends; the whole run's line (from 0 to the run's end)
+// comes last and reads as an Interval too: a caller counting work as it
+// arrives takes only the line that continues the stream's last (Start is
+// the End before), and SUM lines (iperf 2.0 under -P) not at all.
+type Interval struct {
+	ID                string
+	Start, End, Bytes float64
+}
+
+// ParseInterval reads one -y C line; ok is false for any other line.
+func ParseInterval(line string) (Interval, bool) {
+	s, start, ok := csvLine(strings.TrimSpace(line))
+	if !ok {
+		return Interval{}, false
+	}
+	return Interval{ID: s.ID, Start: start, End: start + s.Seconds, Bytes: s.Bytes}, true
 }
 
 // csvLine reads one -y C line: the stream (id -1 is a sum) and where its

@@ -134,3 +134,32 @@ func TestParseFailures(t *testing.T) {
 		t.Errorf("a report of nothing: %v", err)
 	}
 }
+
+// TestParseInterval reads the interval lines of a captured -i 1 -P 2 CSV
+// report: each stream's intervals continue one another, and the whole
+// run's line starts at 0 again.
+func TestParseInterval(t *testing.T) {
+	b, err := os.ReadFile("testdata/iperf-2.1.8-w64k-i1-P2-csv.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Interval
+	for _, l := range strings.Split(string(b), "\n") {
+		if iv, ok := ParseInterval(l); ok {
+			got = append(got, iv)
+		}
+	}
+	if len(got) != 6 {
+		t.Fatalf("%d intervals, want 6: %+v", len(got), got)
+	}
+	want := Interval{ID: "2", Start: 1, End: 2, Bytes: 3527802880}
+	if got[3] != want {
+		t.Errorf("fourth line %+v, want %+v", got[3], want)
+	}
+	if got[4].Start != 0 || got[4].End != 2 {
+		t.Errorf("whole run's line %+v: want 0-2", got[4])
+	}
+	if _, ok := ParseInterval("[  1] 0.0000-2.0102 sec  10.0 GBytes  42.8 Gbits/sec"); ok {
+		t.Error("a human report line read as a CSV interval")
+	}
+}

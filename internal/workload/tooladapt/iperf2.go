@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -133,27 +134,59 @@ func runIperf2Client(ctx context.Context, p workload.Params, ready workload.Barr
 		return nil, err
 	}
 	host, port := p.Str("server"), p.Int("port")
-	args := iperf2.Client{Server: host, Port: port, Duration: p.Duration("duration"), Window: p.Size("window"), Parallel: p.Int("parallel")}.Args()
+	args := iperf2.Client{Server: host, Port: port, Duration: p.Duration("duration"), Window: p.Size("window"),
+		Parallel: p.Int("parallel"), Interval: 1}.Args()
 	if err := barrier(ready); err != nil {
 		return nil, err
+	}
+	// The bytes are counted as each interval's report arrives (every
+	// second, -i 1), so that N clients' throughput is read over the window
+	// in which all of them were sending (agenthost.Group.ApplyWindow), as
+	// the built-in workloads' rates are: started one after another on a
+	// loaded host, clients that each report their own run would sum to
+	// more than the link carried while all of them shared it.
+	c := workload.NewCounter()
+	stop := workload.Track(ctx, c, workload.Rate{Metric: "throughput", Scale: 8 / 1e9})
+	defer stop()
+	ends := map[string]float64{} // per stream, the end of its last counted interval
+	var added int64
+	count := func(line string) {
+		iv, ok := iperf2.ParseInterval(line)
+		if !ok || iv.ID == "SUM" || math.Abs(iv.Start-ends[iv.ID]) > 1e-6 || iv.End <= iv.Start {
+			return
+		}
+		ends[iv.ID] = iv.End
+		if k := int64(iv.Bytes); k > 0 {
+			c.Add(k)
+			added += k
+		}
 	}
 	// iperf 2 reports a failed connection on its standard error and
 	// exits 0: the report is read from both.
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout := &lineWriter{each: count}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
 	runErr := cmd.Run()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	out := stdout.buf.String()
 	if runErr != nil {
-		return nil, fmt.Errorf("iperf client to %s: %w: %s", hostPort(host, port), runErr, tail(strings.TrimSpace(stderr.String()+stdout.String())))
+		return nil, fmt.Errorf("iperf client to %s: %w: %s", hostPort(host, port), runErr, tail(strings.TrimSpace(stderr.String()+out)))
 	}
-	ms, err := iperf2.Parse(io.MultiReader(&stdout, strings.NewReader("\n"), &stderr))
+	text := out + "\n" + stderr.String()
+	ms, err := iperf2.Parse(strings.NewReader(text))
 	if err != nil {
 		return nil, fmt.Errorf("iperf client to %s: %w", hostPort(host, port), err)
+	}
+	// the count ends at the whole run's bytes
+	if rep, err := iperf2.ParseReport(strings.NewReader(text)); err == nil {
+		if rest := int64(rep.Bytes()) - added; rest > 0 {
+			c.Add(rest)
+		}
 	}
 	return ms, nil
 }
@@ -223,10 +256,20 @@ func (r *iperf2Run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 		g.Abort()
 		return nil, fmt.Errorf("iperf2: client %w", err)
 	}
-	ms, _, err := g.Results(ctx)
+	ms, ctags, err := g.Results(ctx)
 	if err != nil {
 		g.Abort()
 		return nil, fmt.Errorf("iperf2: client %w", err)
+	}
+	// every client's throughput over the window in which all of them
+	// were sending (what each reported over its own run stays in its
+	// tags as throughput_own)
+	cw, err := g.ApplyWindow(ms, ctags)
+	if err != nil {
+		return nil, fmt.Errorf("iperf2: %w", err)
+	}
+	if cw != nil && r.env.Window != nil {
+		r.env.Window(*cw)
 	}
 	// The clients are done: end the server and hear how it went.
 	sess.Abort()
@@ -243,7 +286,9 @@ func (r *iperf2Run) do(ctx context.Context) ([]workload.InstanceResult, error) {
 	}
 	results := make([]workload.InstanceResult, n)
 	for i := range ms {
-		results[i] = workload.InstanceResult{Instance: i, Metrics: ms[i], Tags: maps.Clone(tags)}
+		t := maps.Clone(tags)
+		maps.Copy(t, ctags[i])
+		results[i] = workload.InstanceResult{Instance: i, Metrics: ms[i], Tags: t}
 	}
 	return results, nil
 }

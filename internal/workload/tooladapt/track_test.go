@@ -80,3 +80,66 @@ X
 		}
 	}
 }
+
+// TestIperf2ClientCountsIntervals runs the client half against a stand-in
+// iperf that prints two one-second interval lines 150 ms apart and then
+// the whole run's line (-y C -i 1), and checks the Counter grew by each
+// interval's bytes as its line arrived, ended at the whole run's bytes,
+// and that the whole run's line (which starts at 0 like the first
+// interval) was not counted twice.
+func TestIperf2ClientCountsIntervals(t *testing.T) {
+	dir := t.TempDir()
+	script := `#!/bin/sh
+case "$*" in *"-i 1"*) ;; *) echo "no -i 1 in: $*" >&2; exit 2;; esac
+sleep 0.15
+echo "20261126145723,127.0.0.1,39428,127.0.0.1,5999,1,0.0-1.0,1000000,8000000"
+sleep 0.15
+echo "20261126145724,127.0.0.1,39428,127.0.0.1,5999,1,1.0-2.0,3000000,24000000"
+sleep 0.15
+echo "20261126145724,127.0.0.1,39428,127.0.0.1,5999,1,0.0-2.0,4500000,18000000"
+`
+	if err := os.WriteFile(filepath.Join(dir, "iperf"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	t.Setenv(workload.ScratchEnv, t.TempDir())
+	p, err := Iperf2ClientDef.Resolve(map[string]string{"server": "127.0.0.1", "port": "5999", "duration": "2s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &recTracker{}
+	ctx := workload.WithTracker(context.Background(), tr)
+	ms, err := Iperf2ClientDef.Agent(ctx, p, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.rates) != 1 || tr.rates[0].Metric != "throughput" || tr.rates[0].Scale != 8/1e9 {
+		t.Errorf("tracked rates %v: want throughput from bytes (8/1e9 Gbit a byte)", tr.rates)
+	}
+	var counts []int64
+	for _, pt := range tr.pts {
+		counts = append(counts, pt.N)
+	}
+	// Record's zero, the two intervals, then the rest of the whole run's
+	// 4.5 MB (the stand-in's intervals add to 4 MB)
+	want := []int64{0, 1000000, 4000000, 4500000}
+	if len(counts) != len(want) {
+		t.Fatalf("counts %v, want %v", counts, want)
+	}
+	for i := range want {
+		if counts[i] != want[i] {
+			t.Fatalf("counts %v, want %v", counts, want)
+		}
+	}
+	for i := 1; i < 3; i++ {
+		if gap := tr.pts[i].At - tr.pts[i-1].At; gap < 100*time.Millisecond {
+			t.Errorf("point %d placed %v after the one before: want the time its line arrived (~150 ms)", i, gap)
+		}
+	}
+	// the metric is the whole run's, as iperf computed it
+	for _, m := range ms {
+		if m.Name == "throughput" && m.Value != 0.018 {
+			t.Errorf("throughput %v Gbit/s, want the whole run's 0.018", m.Value)
+		}
+	}
+}
