@@ -19,9 +19,9 @@ import (
 
 	"github.com/isobench/isobench/internal/platform"
 	"github.com/isobench/isobench/internal/sample"
-	"github.com/isobench/isobench/internal/window"
 	"github.com/isobench/isobench/internal/spec"
 	"github.com/isobench/isobench/internal/suggest"
+	"github.com/isobench/isobench/internal/window"
 )
 
 // Kind of a parameter, deciding how its value is validated.
