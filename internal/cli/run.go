@@ -206,16 +206,17 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 		}
 		labels[label] = true
 		targets = append(targets, target{f, o})
-		img := ""
+		img, requires := "", ""
 		if f.Image != nil {
 			if img = f.Image(o); img == study.Image {
 				img = ""
 			}
+			requires = f.Image(o)
 		}
 		if img != "" && explicitImage {
 			return runner.Plan{}, nil, usage("%s boots an init system, which the %s image has not: it needs --image %s (leave --image out and it gets that image by itself)", label, study.Image, img)
 		}
-		plan.Targets = append(plan.Targets, runner.Target{Label: label, Name: o.Name, Options: o.Canonical(), Base: o.Base, Host: f.IsHost, Image: img})
+		plan.Targets = append(plan.Targets, runner.Target{Label: label, Name: o.Name, Options: o.Canonical(), Base: o.Base, Host: f.IsHost, Image: img, Requires: requires})
 		if hostLabel == "" && f.IsHost && o.Canonical() == "" {
 			hostLabel = label // the host itself, as it is: the natural baseline
 		}

@@ -141,9 +141,9 @@ func TestStudyPlansThePapersWay(t *testing.T) {
 		want, not []string
 	}{
 		{[]string{"004"}, []string{"platforms: native, docker, docker:network=nat, lxc:init=system, lxd:init=system"}, []string{"a run of its own"}},
-		{[]string{"003", "--scale", "paper"}, []string{"docker:cpus=2,memory=8g,network=nat, lxc:cpus=2,memory=8g,init=system, docker-in-vm:cpus=2,memory=8g, k8s:cpus=2,memory=8g",
+		{[]string{"003", "--scale", "paper"}, []string{"docker:cpus=2,memory=8g,network=nat, lxc:cpus=2,init=system,memory=8g, docker-in-vm:cpus=2,memory=8g, k8s:cpus=2,memory=8g",
 			"a run of its own from image minimal (it cannot run the study's image debian): docker-in-vm:cpus=2,memory=8g"}, nil},
-		{[]string{"003"}, []string{"platforms: native, docker:cpus=2,memory=8g,network=nat, lxc:cpus=2,memory=8g,init=system   "}, []string{"docker-in-vm", "k8s:"}},
+		{[]string{"003"}, []string{"platforms: native, docker:cpus=2,memory=8g,network=nat, lxc:cpus=2,init=system,memory=8g   "}, []string{"docker-in-vm", "k8s:"}},
 	} {
 		st, out, errb := newTestState(t)
 		if code := Main(context.Background(), st, append([]string{"study", "run", "--dry-run"}, c.args...)); code != 0 {

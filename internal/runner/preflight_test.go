@@ -71,6 +71,13 @@ func TestPreflightNeeds(t *testing.T) {
 	if !strings.Contains(cannot[2].Why, "runs in the spark image of its own, and sys:init=system needs the debian image") {
 		t.Errorf("why %q", cannot[2].Why)
 	}
+	// the same when the system container's image is the plan's: its
+	// Image is then cleared, what it requires is not (study 003's LXC
+	// Spark cells failed in the run)
+	same := Plan{Jobs: plan.Jobs[3:], Image: "debian", Targets: []Target{{Label: "sys:init=system", Name: "sys", Options: "init=system", Requires: "debian"}}}
+	if c, err := Preflight(same); err == nil || len(c) != 0 {
+		t.Errorf("a spark workload on a system container of the plan's own image: %v, %v; want nothing can run", c, err)
+	}
 	// both ends on the host: no instance network needed
 	p, err := plan.Jobs[0].Def.Resolve(map[string]string{"server": "host", "client": "host"})
 	if err != nil {

@@ -39,6 +39,13 @@ type Target struct {
 	// Image is the image profile this target's instances need
 	// (platform.Factory.Image), "" for the plan's.
 	Image string
+	// Requires is the image profile the platform itself requires
+	// (platform.Factory.Image: a system container boots the debian
+	// image's init) whether or not it is the plan's; "" when any will do.
+	// Image is cleared when it is the plan's; Requires is not, so that
+	// Preflight still sees a workload with an image of its own cannot
+	// run there.
+	Requires string
 	// Host: the platform's instances are the host itself
 	// (platform.Factory.IsHost), with its network and servers.
 	Host bool

@@ -205,7 +205,7 @@ func runSysbenchCPU(ctx context.Context, p workload.Params, ready workload.Barri
 		return parseOutput("sysbench", out, func(r io.Reader) ([]sample.Metric, error) { return sysbench.ParseFixedWork(r, events) })
 	}
 	c.ReportInterval = 1
-	out, err := trackedSysbench(ctx, ready, dir, bin, c.Args(), 1, workload.Rate{Metric: "events_per_sec", Scale: 1})
+	out, err := trackedSysbench(ctx, ready, dir, bin, c.Args(), "events/s", 1, workload.Rate{Metric: "events_per_sec", Scale: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,8 @@ func runSysbenchCPU(ctx context.Context, p workload.Params, ready workload.Barri
 
 // trackedSysbench runs a timed sysbench after the barrier with an
 // intermediate report every second, and counts its work (perUnit units
-// per unit of the reports' rate-seconds) in a Counter the agent tracks for
+// per unit of the reports' rate-seconds, the reports in unit; a report in
+// another unit is not counted, and the final total completes the count) in a Counter the agent tracks for
 // rates: several instances' rates are then read over the window in which
 // all of them were running, as the built-in workloads' are, not over each
 // sysbench's own run. Summed over its own runs, 32 native instances of
@@ -226,7 +227,7 @@ func runSysbenchCPU(ctx context.Context, p workload.Params, ready workload.Barri
 // sysbench runs, so it reads promptly), and the count is completed from
 // the final report's total when sysbench exits. A sysbench that never says
 // its threads started is not tracked: its own rate stands.
-func trackedSysbench(ctx context.Context, ready workload.Barrier, dir, bin string, args []string, perUnit float64, rates ...workload.Rate) ([]byte, error) {
+func trackedSysbench(ctx context.Context, ready workload.Barrier, dir, bin string, args []string, unit string, perUnit float64, rates ...workload.Rate) ([]byte, error) {
 	if err := barrier(ready); err != nil {
 		return nil, err
 	}
@@ -246,7 +247,7 @@ func trackedSysbench(ctx context.Context, ready workload.Barrier, dir, bin strin
 			return
 		}
 		in, ok := sysbench.ParseInterim(line)
-		if !tracking || !ok || in.At <= at {
+		if !tracking || !ok || in.Unit != unit || in.At <= at {
 			return
 		}
 		done += in.PerSec * (in.At - at) * perUnit
@@ -277,7 +278,7 @@ func runSysbenchMemory(ctx context.Context, p workload.Params, ready workload.Ba
 		ReportInterval: 1,
 	}.Args()
 	// counted in operations; the reports give MiB/s
-	out, err := trackedSysbench(ctx, ready, dir, bin, args, float64(1<<20)/float64(bs),
+	out, err := trackedSysbench(ctx, ready, dir, bin, args, "MiB/s", float64(1<<20)/float64(bs),
 		workload.Rate{Metric: "ops_per_sec", Scale: 1}, workload.Rate{Metric: "mib_per_sec", Scale: float64(bs) / (1 << 20)})
 	if err != nil {
 		return nil, err

@@ -26,7 +26,8 @@ func (r *recTracker) Track(c *workload.Counter, rates ...workload.Rate) func() {
 // TestTrackedSysbench runs a stand-in for sysbench that prints two
 // intermediate reports 150 ms apart and a final report, and checks the
 // Counter grew at each report (by rate × interval) and ends at the final
-// report's total, each step placed when its line arrived.
+// report's total, each step placed when its line arrived; a report in
+// another unit (a memory run's MiB/sec) is not counted.
 func TestTrackedSysbench(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "sysbench")
@@ -35,6 +36,7 @@ echo "Threads started!"
 echo
 sleep 0.15
 echo "[ 1s ] thds: 2 eps: 1000.00 lat (ms,95%): 1.08"
+echo "[ 1.5s ] 700.00 MiB/sec"
 sleep 0.15
 echo "[ 2s ] thds: 2 eps: 500.00 lat (ms,95%): 0.94"
 sleep 0.15
@@ -52,7 +54,7 @@ X
 	}
 	tr := &recTracker{}
 	ctx := workload.WithTracker(context.Background(), tr)
-	out, err := trackedSysbench(ctx, func() error { return nil }, dir, bin, nil, 1, workload.Rate{Metric: "events_per_sec", Scale: 1})
+	out, err := trackedSysbench(ctx, func() error { return nil }, dir, bin, nil, "events/s", 1, workload.Rate{Metric: "events_per_sec", Scale: 1})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
