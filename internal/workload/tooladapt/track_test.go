@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,6 +22,25 @@ func (r *recTracker) Track(c *workload.Counter, rates ...workload.Rate) func() {
 	r.c, r.rates = c, rates
 	c.Record()
 	return func() { r.pts = r.c.Points() }
+}
+
+// wantSteps checks the tracked Counter's points are want and that the
+// first timed of them came ~150 ms apart (the stand-ins' sleeps): each
+// placed when its line arrived, not all at the end.
+func (r *recTracker) wantSteps(t *testing.T, want []int64, timed int) {
+	t.Helper()
+	var counts []int64
+	for _, p := range r.pts {
+		counts = append(counts, p.N)
+	}
+	if !slices.Equal(counts, want) {
+		t.Fatalf("counts %v, want %v", counts, want)
+	}
+	for i := 1; i <= timed; i++ {
+		if gap := r.pts[i].At - r.pts[i-1].At; gap < 100*time.Millisecond {
+			t.Errorf("point %d placed %v after the one before: want the time its line arrived (~150 ms)", i, gap)
+		}
+	}
 }
 
 // TestTrackedSysbench runs a stand-in for sysbench that prints two
@@ -61,26 +81,9 @@ X
 	if len(tr.rates) != 1 || tr.rates[0].Metric != "events_per_sec" {
 		t.Errorf("tracked rates %v", tr.rates)
 	}
-	var counts []int64
-	for _, p := range tr.pts {
-		counts = append(counts, p.N)
-	}
-	// Record's zero, then 1000 (1 s at 1000/s), 1500 (+1 s at 500/s), 2000 (the total)
-	want := []int64{0, 1000, 1500, 2000}
-	if len(counts) != len(want) {
-		t.Fatalf("counts %v, want %v", counts, want)
-	}
-	for i := range want {
-		if counts[i] != want[i] {
-			t.Fatalf("counts %v, want %v", counts, want)
-		}
-	}
-	// each step placed when its line was read: ~150 ms apart, not together
-	for i := 1; i < len(tr.pts); i++ {
-		if gap := tr.pts[i].At - tr.pts[i-1].At; gap < 100*time.Millisecond {
-			t.Errorf("point %d placed %v after the one before: want the time its report arrived (~150 ms)", i, gap)
-		}
-	}
+	// Record's zero, then 1000 (1 s at 1000/s), 1500 (+1 s at 500/s),
+	// 2000 (the total), each placed when its line was read
+	tr.wantSteps(t, []int64{0, 1000, 1500, 2000}, 3)
 }
 
 // TestIperf2ClientCountsIntervals runs the client half against a stand-in
@@ -118,26 +121,10 @@ echo "20261126145724,127.0.0.1,39428,127.0.0.1,5999,1,0.0-2.0,4500000,18000000"
 	if len(tr.rates) != 1 || tr.rates[0].Metric != "throughput" || tr.rates[0].Scale != 8/1e9 {
 		t.Errorf("tracked rates %v: want throughput from bytes (8/1e9 Gbit a byte)", tr.rates)
 	}
-	var counts []int64
-	for _, pt := range tr.pts {
-		counts = append(counts, pt.N)
-	}
-	// Record's zero, the two intervals, then the rest of the whole run's
-	// 4.5 MB (the stand-in's intervals add to 4 MB)
-	want := []int64{0, 1000000, 4000000, 4500000}
-	if len(counts) != len(want) {
-		t.Fatalf("counts %v, want %v", counts, want)
-	}
-	for i := range want {
-		if counts[i] != want[i] {
-			t.Fatalf("counts %v, want %v", counts, want)
-		}
-	}
-	for i := 1; i < 3; i++ {
-		if gap := tr.pts[i].At - tr.pts[i-1].At; gap < 100*time.Millisecond {
-			t.Errorf("point %d placed %v after the one before: want the time its line arrived (~150 ms)", i, gap)
-		}
-	}
+	// Record's zero, the two intervals (each placed when its line was
+	// read), then the rest of the whole run's 4.5 MB (the stand-in's
+	// intervals add to 4 MB)
+	tr.wantSteps(t, []int64{0, 1000000, 4000000, 4500000}, 2)
 	// the metric is the whole run's, as iperf computed it
 	for _, m := range ms {
 		if m.Name == "throughput" && m.Value != 0.018 {
