@@ -51,14 +51,15 @@ func Preflight(plan Plan) ([]CannotRun, error) {
 				continue // the host itself: its network and its servers
 			}
 			c := CannotRun{Target: t.Label, Workload: name, Params: params, Shown: job.Def.Label(params)}
+			required := cmp.Or(t.Requires, t.Image) // the image the platform itself needs
 			switch {
 			case job.Def.Needs.Network && t.Base.Network == platform.NetNone && !bothOnHost(params):
 				c.Why = "the instance has no network (network=none); leave network out (bridge by default) or give network=bridge"
-			case job.Def.Needs.Image != "" && cmp.Or(t.Requires, t.Image) != "" && cmp.Or(t.Requires, t.Image) != job.Def.Needs.Image:
+			case job.Def.Needs.Image != "" && required != "" && required != job.Def.Needs.Image:
 				// a system container boots the debian image's init, which
 				// the workload's own image has not (issue 27, defect 15),
 				// also when the debian image is the plan's (study 003)
-				c.Why = fmt.Sprintf("it runs in the %s image of its own, and %s needs the %s image (a system container boots its init); run it on %s without init=system or boot=true", job.Def.Needs.Image, t.Label, cmp.Or(t.Requires, t.Image), t.Name)
+				c.Why = fmt.Sprintf("it runs in the %s image of its own, and %s needs the %s image (a system container boots its init); run it on %s without init=system or boot=true", job.Def.Needs.Image, t.Label, required, t.Name)
 			case job.Def.Needs.Servers && service.ImageFor(cmp.Or(t.Image, plan.Image)) != service.Image:
 				c.Why = fmt.Sprintf("the %s image has no server for it; give --image debian (or leave --image out: the service workloads then choose it)", cmp.Or(t.Image, plan.Image))
 			default:

@@ -607,15 +607,13 @@ func (r *Runner) repOn(ctx context.Context, p Plan, t Target, job Job, n, rep in
 		}
 		out = append(out, mk(sample.Metric{Name: sample.SkewMetric, Value: float64(ar.skew) / float64(time.Millisecond), Unit: "ms", Better: sample.Lower}, sample.AggregateInstance, skewTags, start, dur))
 	}
-	if n > 1 {
-		if ar.window != nil {
-			wtags := maps.Clone(aggTags)
-			if wtags == nil {
-				wtags = map[string]string{}
-			}
-			wtags["window_ms"] = strconv.FormatFloat(float64(ar.window.Overlap)/float64(time.Millisecond), 'f', 1, 64)
-			out = append(out, mk(sample.Metric{Name: sample.WindowMetric, Value: 100 * ar.window.Frac, Unit: "%", Better: sample.Higher}, sample.AggregateInstance, wtags, start, dur))
+	if ar.window != nil { // several instances' common window (ApplyWindow: none for one)
+		wtags := maps.Clone(aggTags)
+		if wtags == nil {
+			wtags = map[string]string{}
 		}
+		wtags["window_ms"] = strconv.FormatFloat(float64(ar.window.Overlap)/float64(time.Millisecond), 'f', 1, 64)
+		out = append(out, mk(sample.Metric{Name: sample.WindowMetric, Value: 100 * ar.window.Frac, Unit: "%", Better: sample.Higher}, sample.AggregateInstance, wtags, start, dur))
 	}
 	return out, nil
 }

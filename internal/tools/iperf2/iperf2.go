@@ -283,6 +283,11 @@ func Parse(r io.Reader) ([]sample.Metric, error) {
 	if err != nil {
 		return nil, err
 	}
+	return rep.Metrics()
+}
+
+// Metrics are a parsed report's metrics (Parse's).
+func (rep Report) Metrics() ([]sample.Metric, error) {
 	bps, bytes := rep.BitsPerSec(), rep.Bytes()
 	if !(bytes > 0) || !(bps > 0) || math.IsInf(bps, 0) || math.IsInf(bytes, 0) {
 		return nil, fmt.Errorf("iperf2: the report moved nothing (%v bytes, %v bit/s)", bytes, bps)

@@ -177,16 +177,17 @@ func runIperf2Client(ctx context.Context, p workload.Params, ready workload.Barr
 	if runErr != nil {
 		return nil, fmt.Errorf("iperf client to %s: %w: %s", hostPort(host, port), runErr, tail(strings.TrimSpace(stderr.String()+out)))
 	}
-	text := out + "\n" + stderr.String()
-	ms, err := iperf2.Parse(strings.NewReader(text))
+	rep, err := iperf2.ParseReport(strings.NewReader(out + "\n" + stderr.String()))
+	if err != nil {
+		return nil, fmt.Errorf("iperf client to %s: %w", hostPort(host, port), err)
+	}
+	ms, err := rep.Metrics()
 	if err != nil {
 		return nil, fmt.Errorf("iperf client to %s: %w", hostPort(host, port), err)
 	}
 	// the count ends at the whole run's bytes
-	if rep, err := iperf2.ParseReport(strings.NewReader(text)); err == nil {
-		if rest := int64(rep.Bytes()) - added; rest > 0 {
-			c.Add(rest)
-		}
+	if rest := int64(rep.Bytes()) - added; rest > 0 {
+		c.Add(rest)
 	}
 	return ms, nil
 }
