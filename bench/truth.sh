@@ -36,13 +36,18 @@
 #               spreads about 8%: 15 rounds (the default) put the median
 #               within about 2.5%.
 #               The machine itself need not conserve: each round also
-#               reads the same ratio without isobench (sysbench cpu, 8
-#               threads, in 1 and 32 host processes, each over its own
-#               seconds 3-7), and "vs machine" checks isobench's ratio
-#               minus the machine's, per round -> 0 within 0.03. On this
-#               host a C spinner read 0.987 [0.958, 1.002] and a Go one
-#               0.998 and 0.961 in two sessions of 8 rounds: the host's
-#               own conservation drifts by about the tolerance
+#               reads the same ratio without isobench, from a common
+#               release over the same duration (bench/spinr: a C program
+#               whose 8 threads run sysbench's event and count eighths of
+#               it, in 1 and 32 host processes released together), and
+#               "vs machine" checks isobench's ratio minus the machine's,
+#               per round -> 0 within 0.03. The reference must be read
+#               the same way as isobench: from the release, 32 x 8
+#               threads on 2 CPUs take about 400 ms before every thread
+#               has run once, and a program counting whole events loses
+#               the events under way (256 of them at any instant); the
+#               earlier reference (sysbench's steady seconds 4-7) read
+#               1.010 where the machine from its release reads 0.96-0.98
 #   link-rate   tc tbf at 1 Gbit/s and 100 Mbit/s on the link the
 #               platform's traffic takes (lo for native, docker0 for
 #               docker, isobench's bridge isobr0 for runc, lxc and qemu),
@@ -111,40 +116,15 @@ say() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$results"; }
 # cells DB: the report's cells as JSON lines
 cells() { "$bin" report --db "$1" --format jsonl 2>/dev/null; }
 
-# machine_ratio: the host's own conservation, without isobench: sysbench
-# cpu (8 threads) in 32 processes started together against 1, each read
-# from its own per-second reports over its seconds 3-7 (by then every
-# process of the 32 has started; sysbench's start-up at 32 processes on 2
-# CPUs takes up to a second; at least two of those four reports). Prints
-# the summed rate of 32 / that of 1, or "-" when a process's reports are
-# missing.
-refbench=$(command -v sysbench || true)
-machine_ratio() {
-  local d=$work/machine; rm -rf "$d"; mkdir -p "$d"
-  local n i
-  for n in 1 32; do
-    for i in $(seq 1 $n); do
-      "$refbench" cpu --threads=8 --time=8 --report-interval=1 run > "$d/$n-$i.out" 2>&1 &
-    done
-    wait
-  done
-  python3 - "$d" <<'PY'
-import glob, re, sys
-def total(n):
-    s = 0.0
-    for f in glob.glob(f"{sys.argv[1]}/{n}-*.out"):
-        eps = {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"^\[ (\d+)s \] thds: \d+ eps: ([0-9.]+)", open(f).read(), re.M)}
-        # a report a process's reporter thread printed late can be
-        # missing (it then covers two seconds): two of the four will do
-        got = [eps[k] for k in (4, 5, 6, 7) if k in eps]
-        if len(got) < 2:
-            return None
-        s += sum(got) / len(got)
-    return s
-one, many = total(1), total(32)
-print(f"{many / one:.4f}" if one and many and len(glob.glob(f"{sys.argv[1]}/32-*.out")) == 32 else "-")
-PY
-}
+# machine_ratio SECONDS: the host's own conservation over SECONDS from a
+# common release, without isobench (bench/spinr: 32 processes of 8
+# threads released together against 1). Prints the summed rate of 32 /
+# that of 1, or "-" when it could not be read.
+spinr=""
+if command -v cc >/dev/null; then
+  cc -O2 -o "$work/spinr" bench/spinr/spinr.c -lm -lpthread 2>/dev/null && spinr=$work/spinr
+fi
+machine_ratio() { python3 bench/spinr/spinr.py "$spinr" "$1"; }
 
 run() { # DB ARGS...: a run whose failed cells are expected sometimes
   local db=$1; shift
@@ -248,8 +228,8 @@ with open(out, "a") as f:
             run "$db" --platform "$p" --workload "cpu:threads=8,duration=$d" --instances "$n" --reps 1
           done
           # the machine's own conservation in the same round, without
-          # isobench: sysbench on the host, 1 and 32 processes
-          [ -n "$refbench" ] && echo "$r $(machine_ratio)" >> "$ref"
+          # isobench: spinr on the host, 1 and 32 processes from a release
+          [ -n "$spinr" ] && echo "$r $(machine_ratio "${d%s}")" >> "$ref"
         done
         # per run: the instances' summed rate (each over the common window)
         sqlite3 -separator ' ' "$db" "SELECT run_id, instances, SUM(value), COUNT(*) FROM samples WHERE metric='events_per_sec' AND instance != -1 AND warmup=0 GROUP BY run_id ORDER BY run_id" | REF="$ref" python3 -c '
@@ -283,7 +263,7 @@ with open(out, "a") as f:
         v = "recovered" if abs(r - 1) <= 0.03 else "NOT recovered"
         f.write(f"conserve {d}\t{p}\t1.00 (within 3%)\t{r:.3f} (95% {lo:.3f}-{hi:.3f}; rounds {min(ratios):.3f}-{max(ratios):.3f})\t{v}\tsum of 32 over the common window / 1, median of {len(ratios)} alternating rounds\n")
         # against the machine: the same ratio read without isobench in
-        # the same rounds (sysbench processes on the host); per round the
+        # the same rounds (spinr processes on the host); per round the
         # difference, median with its bootstrap interval
         import os
         ref = {}
@@ -297,7 +277,7 @@ with open(out, "a") as f:
             m = statistics.median(diffs)
             bd = sorted(statistics.median(rng.choices(diffs, k=len(diffs))) for _ in range(2000))
             v2 = "recovered" if abs(m) <= 0.03 else "NOT recovered"
-            f.write(f"conserve {d} vs machine\t{p}\tisobench - sysbench on the host within 0.03\t{m:+.3f} (95% {bd[50]:+.3f} to {bd[1949]:+.3f}; machine {statistics.median(mach):.3f})\t{v2}\tper round: isobench 32/1 minus host sysbench 32/1 processes, same round\n")
+            f.write(f"conserve {d} vs machine\t{p}\tisobench - the machine within 0.03\t{m:+.3f} (95% {bd[50]:+.3f} to {bd[1949]:+.3f}; machine {statistics.median(mach):.3f})\t{v2}\tper round: isobench 32/1 minus spinr 32/1 processes on the host from a common release, same round\n")
 ' "$p" "$d" "$rounds" "$results"
         w=$(sqlite3 "$db" "SELECT MIN(value) FROM samples WHERE metric='window_overlap_pct'" 2>/dev/null || true)
         [ -n "$w" ] && say "window $d" "$p" ">= 90% overlap" "lowest ${w}%" "$( python3 -c "print('recovered' if float('$w') >= 90 else 'NOT recovered')")" "32 instances' common window"

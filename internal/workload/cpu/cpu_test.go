@@ -108,3 +108,45 @@ func TestEventMatchesGoLoop(t *testing.T) {
 		}
 	}
 }
+
+// An event run in its parts does the event's work: the same primes found,
+// every c once; and the parts cost about the same (their trial divisions
+// within 25% of an equal share), so counting a part counts an eighth of
+// the work whichever part is under way.
+func TestPartsAreTheEventInEqualShares(t *testing.T) {
+	for _, m := range []uint64{3, 4, 10, 100, 2000, 10000, 20000} {
+		b := PartBounds(m, Parts)
+		if len(b) != Parts+1 || b[0] != 3 || b[Parts] != max(3, m) {
+			t.Fatalf("max-prime %d: bounds %v", m, b)
+		}
+		var n uint64
+		for k := range Parts {
+			if b[k+1] < b[k] {
+				t.Fatalf("max-prime %d: bounds %v fall", m, b)
+			}
+			n += eventRange(b[k], b[k+1])
+		}
+		if want := Event(m); n != want {
+			t.Errorf("max-prime %d: parts found %d primes, the event %d", m, n, want)
+		}
+	}
+	divisions := func(lo, hi uint64) (d float64) {
+		for c := lo; c < hi; c++ {
+			t := math.Sqrt(float64(c))
+			for l := uint64(2); float64(l) <= t; l++ {
+				d++
+				if c%l == 0 {
+					break
+				}
+			}
+		}
+		return d
+	}
+	b := PartBounds(10000, Parts)
+	share := divisions(3, 10000) / Parts
+	for k := range Parts {
+		if d := divisions(b[k], b[k+1]); math.Abs(d/share-1) > 0.25 {
+			t.Errorf("part %d [%d, %d) costs %.0f divisions, %.2f of an equal share", k, b[k], b[k+1], d, d/share)
+		}
+	}
+}

@@ -1,21 +1,22 @@
 #include "textflag.h"
 
-// func eventAsm(maxPrime uint64) uint64
+// func eventAsm(lo, hi uint64) uint64
 //
 // sysbench cpu's event, instruction for instruction as gcc -O2 compiles
 // cpu_execute_event in Debian's sysbench 1.0.20 (objdump it: the loop
 // around its sqrtsd), so that isobench and the reference execute the same
 // instruction stream per event (see event.go). The only addition is one
 // INCQ per prime found, on the loop's exit edge, so the event returns the
-// prime count (sysbench discards it).
-TEXT ·eventAsm(SB), NOSPLIT, $0-16
-	MOVQ maxPrime+0(FP), R8
+// prime count (sysbench discards it). It runs c over [lo, hi), lo >= 3,
+// so an event can be run in parts (sysbench's is [3, max_prime)).
+TEXT ·eventAsm(SB), NOSPLIT, $0-24
+	MOVQ lo+0(FP), BX               // c
+	MOVQ hi+8(FP), R8
 	XORQ R9, R9                     // n, primes found
-	CMPQ R8, $3
-	JLS  done
+	CMPQ BX, R8
+	JCC  done                       // lo >= hi: nothing to do
 	MOVQ $0x4000000000000000, AX    // 2.0
 	MOVQ AX, X2
-	MOVL $3, BX                     // c
 	XORPS X3, X3                    // 0.0
 outer:
 	XORPS X0, X0
@@ -50,5 +51,5 @@ next:
 	CMPQ BX, R8
 	JNE  outer
 done:
-	MOVQ R9, ret+8(FP)
+	MOVQ R9, ret+16(FP)
 	RET

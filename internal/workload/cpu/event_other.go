@@ -2,4 +2,5 @@
 
 package cpu
 
-func event(maxPrime uint64) uint64 { return eventGo(maxPrime) }
+// eventRange runs the event's loop for c in [lo, hi), lo >= 3.
+func eventRange(lo, hi uint64) uint64 { return eventGoRange(lo, hi) }
