@@ -80,11 +80,11 @@ func Event(maxPrime uint64) uint64 { return eventRange(3, maxPrime) }
 // into that many ranges of about equal cost (a number's trial divisions
 // grow as its square root, so the work up to c grows as c^1.5). Counted
 // whole, an event begun before a window's end and finished after it is
-// work the window spent and did not count: at 32 instances of 8 threads
-// on 2 CPUs, 256 events are under way at any instant, and a 1 s window
-// from the release read 6% under the CPUs' capacity (the pipeline of
-// events filling, over the first 400 ms). Counted in eighths, what is
-// under way is an eighth as much.
+// work the window spent and did not count. At the release none is under
+// way; at 32 instances of 8 threads on 2 CPUs, 256 are at the window's
+// end, half done on average: about 70 ms of the CPUs' 2 s in a 1 s
+// window (3.5%), lost over the first 400 ms, until every thread has run.
+// Counted in eighths, what is under way is an eighth as much.
 const Parts = 8
 
 // PartBounds returns the n+1 bounds of an event's n parts.
