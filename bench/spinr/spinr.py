@@ -4,7 +4,7 @@ usage: spinr.py SPINR_BINARY SECONDS  ->  prints 32 processes' summed
 events/s over SECONDS from their release / 1 process's (8 threads each),
 the two read one after the other, or "-" when a read failed.
 """
-import glob, os, struct, subprocess, sys, tempfile, time
+import os, struct, subprocess, sys, tempfile, time
 
 PARTS = 8  # spinr.c counts eighths of an event
 

@@ -98,14 +98,12 @@ func PartBounds(maxPrime uint64, n int) []uint64 {
 	return b
 }
 
-// eventGo is Event in Go, with the l = 2 iteration peeled into a parity
-// test as gcc -O2 compiles it (`test $0x1,%bl` before the division loop):
-// the same results and the same divisions as the reference binary, instead
-// of one extra 64-bit DIV for every even c.
-func eventGo(maxPrime uint64) uint64 { return eventGoRange(3, maxPrime) }
-
-// eventGoRange is eventGo's loop for c in [lo, hi), lo >= 3.
-func eventGoRange(lo, hi uint64) uint64 {
+// eventGo is Event's loop in Go for c in [lo, hi), lo >= 3 (the event is
+// [3, maxPrime)), with the l = 2 iteration peeled into a parity test as
+// gcc -O2 compiles it (`test $0x1,%bl` before the division loop): the same
+// results and the same divisions as the reference binary, instead of one
+// extra 64-bit DIV for every even c.
+func eventGo(lo, hi uint64) uint64 {
 	var n uint64
 	for c := lo; c < hi; c++ {
 		t := math.Sqrt(float64(c))

@@ -98,7 +98,7 @@ func TestEventMatchesGoLoop(t *testing.T) {
 	// Event (assembly on amd64) and eventGo must agree everywhere,
 	// including the small limits where the peeled paths decide.
 	for m := uint64(0); m < 600; m++ {
-		if a, b := Event(m), eventGo(m); a != b {
+		if a, b := Event(m), eventGo(3, m); a != b {
 			t.Fatalf("max-prime %d: Event %d, eventGo %d", m, a, b)
 		}
 	}
