@@ -73,7 +73,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -640,10 +639,8 @@ func (w *world) scanBridge(p *Plan) {
 }
 
 func ruleExists(br string) bool {
-	if _, err := exec.LookPath("iptables"); err != nil {
-		return false
-	}
-	return exec.Command("iptables", "-C", "FORWARD", "-i", br, "-o", br, "-j", "ACCEPT").Run() == nil
+	ok, _ := hostnet.RuleExists(context.Background(), br)
+	return ok
 }
 
 // deleteLink deletes a veth or tap; one already gone (its peer's

@@ -163,25 +163,62 @@ func (b *Bridge) Exists() bool {
 // reach each other: bridged traffic passes iptables' FORWARD chain, whose
 // policy Docker sets to DROP. Docker has the same rule for docker0. Hosts
 // without iptables need nothing.
+//
+// Adding inserts the rule only when a check says it is absent; removing
+// deletes every copy. A check that failed for another reason (a signal, a
+// lock) is an error, not "absent": CI's e2e signal test once found the rule
+// of a bridge that was gone, left by a Ctrl-C that reached an `iptables -C`
+// (a terminal's SIGINT goes to the whole process group) so that the rule
+// read as absent and was inserted a second time.
 func (b *Bridge) forward(ctx context.Context, add bool) error {
 	if _, err := exec.LookPath("iptables"); err != nil {
 		return nil
 	}
-	rule := []string{"FORWARD", "-i", b.Name, "-o", b.Name, "-j", "ACCEPT"}
-	present := exec.CommandContext(ctx, "iptables", append([]string{"-C"}, rule...)...).Run() == nil
-	var args []string
+	if add {
+		present, err := RuleExists(ctx, b.Name)
+		if err != nil || present {
+			return err
+		}
+		return iptables(ctx, append([]string{"-I"}, forwardRule(b.Name)...)...)
+	}
+	for range 16 {
+		present, err := RuleExists(ctx, b.Name)
+		if err != nil || !present {
+			return err
+		}
+		if err := iptables(ctx, append([]string{"-D"}, forwardRule(b.Name)...)...); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("hostnet: the FORWARD rule of %s is still there after 16 deletions", b.Name)
+}
+
+func forwardRule(bridge string) []string {
+	return []string{"FORWARD", "-i", bridge, "-o", bridge, "-j", "ACCEPT"}
+}
+
+// RuleExists reports whether the FORWARD accept rule of the bridge named
+// is in place: false without iptables, an error when the check itself
+// failed (iptables exits 1 only for a rule that is not there).
+func RuleExists(ctx context.Context, bridge string) (bool, error) {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return false, nil
+	}
+	err := iptables(ctx, append([]string{"-C"}, forwardRule(bridge)...)...)
+	var ee *exec.ExitError
 	switch {
-	case add && !present:
-		args = append([]string{"-I"}, rule...)
-	case !add && present:
-		args = append([]string{"-D"}, rule...)
-	default:
-		return nil
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ee) && ee.ExitCode() == 1:
+		return false, nil
 	}
-	if out, err := exec.CommandContext(ctx, "iptables", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("hostnet: iptables %s: %s: %w", strings.Join(args, " "), strings.TrimSpace(string(out)), err)
-	}
-	return nil
+	return false, err
+}
+
+// iptables runs iptables, waiting for the xtables lock rather than
+// failing on it.
+func iptables(ctx context.Context, args ...string) error {
+	return command(ctx, append([]string{"iptables", "-w", "5"}, args...)...)
 }
 
 // Lease reserves a free address for owner (an instance id) whose link on
@@ -373,10 +410,8 @@ func (b *Bridge) Snapshot(ctx context.Context) (Snapshot, error) {
 	}
 	defer unlock()
 	s := Snapshot{Exists: b.Exists(), Ports: b.Ports(), Leases: b.Leases()}
-	if _, err := exec.LookPath("iptables"); err == nil {
-		s.Rule = exec.CommandContext(ctx, "iptables", "-C", "FORWARD", "-i", b.Name, "-o", b.Name, "-j", "ACCEPT").Run() == nil
-	}
-	return s, nil
+	s.Rule, err = RuleExists(ctx, b.Name)
+	return s, err
 }
 
 // DeleteLink removes a tap or veth device if it exists.
@@ -420,9 +455,14 @@ func ip(ctx context.Context, args ...string) error {
 	return command(ctx, append([]string{"ip"}, args...)...)
 }
 
-// command runs argv, its output in the error when it fails.
+// command runs argv, its output in the error when it fails. It runs in a
+// process group of its own, so a terminal's Ctrl-C (sent to isobench's
+// whole group) does not kill a step of the bridge's set-up or removal
+// half way: isobench stops it through ctx, where it chooses to.
 func command(ctx context.Context, argv ...string) error {
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("hostnet: %s: %s: %w", strings.Join(argv, " "), strings.TrimSpace(string(out)), err)
 	}

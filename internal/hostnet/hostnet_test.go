@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -94,5 +95,63 @@ func TestBridgeLifecycle(t *testing.T) {
 		if exec.Command("iptables", "-C", "FORWARD", "-i", "isobtest1", "-o", "isobtest1", "-j", "ACCEPT").Run() == nil {
 			t.Error("FORWARD rule left after the bridge was removed")
 		}
+	}
+}
+
+// A copy of the FORWARD rule inserted twice (once by a check that a signal
+// killed, so the rule read as absent) goes with the bridge: removal deletes
+// every copy.
+func TestRemovalDeletesEveryCopyOfTheRule(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a bridge")
+	}
+	if _, err := exec.LookPath("iptables"); err != nil {
+		t.Skip("needs iptables")
+	}
+	ctx := context.Background()
+	b, _ := New("isobtest3", "10.198.10.0/29", filepath.Join(t.TempDir(), "leases", "isobtest3"))
+	if err := b.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		DeleteLink(ctx, b.Name)
+		for range 4 {
+			exec.Command("iptables", append([]string{"-w", "5", "-D"}, forwardRule(b.Name)...)...).Run()
+		}
+	})
+	if err := iptables(ctx, append([]string{"-I"}, forwardRule(b.Name)...)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Ensure(ctx); err != nil { // finds the rule: adds no third copy
+		t.Fatal(err)
+	}
+	out, err := exec.Command("iptables", "-w", "5", "-S", "FORWARD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(out), "-i "+b.Name+" -o "+b.Name+" -j ACCEPT"); n != 2 {
+		t.Fatalf("%d copies of the rule before removal, want the 2 made:\n%s", n, out)
+	}
+	if err := b.RemoveIfUnused(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b.Exists() {
+		t.Error("bridge left")
+	}
+	if ok, err := RuleExists(ctx, b.Name); ok || err != nil {
+		t.Errorf("after removal: rule present %v (%v), want every copy gone", ok, err)
+	}
+}
+
+// The bridge's set-up and removal steps run in a process group of their
+// own, so a terminal's Ctrl-C, sent to isobench's group, does not stop one
+// half way.
+func TestStepsRunInTheirOwnProcessGroup(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	// field 5 of /proc/PID/stat is the process group
+	if err := command(context.Background(), "sh", "-c", `[ "$(cut -d' ' -f5 /proc/$$/stat)" = "$$" ]`); err != nil {
+		t.Fatalf("the step is not the leader of its own group: %v", err)
 	}
 }
