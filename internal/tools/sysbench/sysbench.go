@@ -152,17 +152,10 @@ func ParseInterim(line string) (in Interim, ok bool) {
 	return Interim{}, false
 }
 
-// TotalEvents reads a 1.0 report's "total number of events" (cpu: events;
-// memory: operations).
-func TotalEvents(r io.Reader) (float64, error) {
-	rep, err := scan(r)
-	if err != nil {
-		return 0, err
-	}
-	if !rep.hasTotalEvents {
-		return 0, fmt.Errorf("sysbench: no total number of events in the report")
-	}
-	return rep.totalEvents, nil
+// TotalEvents is a 1.0 report's "total number of events" (cpu: events;
+// memory: operations); ok is false when the report has none.
+func (rep *Report) TotalEvents() (n float64, ok bool) {
+	return rep.totalEvents, rep.hasTotalEvents
 }
 
 // Args builds `sysbench fileio ... COMMAND` where command is prepare, run or
@@ -214,7 +207,9 @@ var (
 // message, a prepare step, help text).
 var ErrNoResult = errors.New("sysbench: no result in output")
 
-type report struct {
+// Report is sysbench's output read once; Metrics gives Parse's metrics
+// from it, TotalEvents its count of events.
+type Report struct {
 	eventsPerSec, opsPerSec, mibPerSec   float64
 	hasEvents, hasOps, hasMiB            bool
 	rates                                map[string]float64 // reads/writes/fsyncs per second
@@ -250,8 +245,9 @@ func atof(s string) float64 {
 	return f
 }
 
-func scan(r io.Reader) (*report, error) {
-	rep := &report{rates: map[string]float64{}, through: map[string]float64{}, lat: map[string]float64{}}
+// ParseReport reads sysbench's output (any test, 1.0 or 0.4/0.5 format).
+func ParseReport(r io.Reader) (*Report, error) {
+	rep := &Report{rates: map[string]float64{}, through: map[string]float64{}, lat: map[string]float64{}}
 	sc := toolparse.Scanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -314,10 +310,15 @@ func latKey(s string) string {
 //   - always, when reported: latency_avg (mean), latency_p95 and
 //     latency_max (max), in ms, per event.
 func Parse(r io.Reader) ([]sample.Metric, error) {
-	rep, err := scan(r)
+	rep, err := ParseReport(r)
 	if err != nil {
 		return nil, err
 	}
+	return rep.Metrics()
+}
+
+// Metrics are the report's metrics, as Parse describes them.
+func (rep *Report) Metrics() ([]sample.Metric, error) {
 	var ms toolparse.Metrics
 	add := ms.Add
 	valid := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
@@ -385,12 +386,11 @@ func Parse(r io.Reader) ([]sample.Metric, error) {
 // slowest instance's over instances). The report must count exactly
 // events events: fewer means sysbench stopped early.
 func ParseFixedWork(r io.Reader, events int) ([]sample.Metric, error) {
-	var buf strings.Builder
-	rep, err := scan(io.TeeReader(r, &buf))
+	rep, err := ParseReport(r)
 	if err != nil {
 		return nil, err
 	}
-	ms, err := Parse(strings.NewReader(buf.String()))
+	ms, err := rep.Metrics()
 	if err != nil {
 		return nil, err
 	}

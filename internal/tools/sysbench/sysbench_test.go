@@ -245,12 +245,18 @@ func TestInterim(t *testing.T) {
 	}
 	for name, events := range map[string]float64{"sysbench-cpu-interval-1.0.20.txt": 6918, "sysbench-memory-interval-1.0.20.txt": 24353002} {
 		b, _ := os.ReadFile(filepath.Join("testdata", name))
-		if n, err := TotalEvents(bytes.NewReader(b)); err != nil || n != events {
-			t.Errorf("%s: TotalEvents = %v, %v; want %v", name, n, err, events)
+		rep, err := ParseReport(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, ok := rep.TotalEvents(); !ok || n != events {
+			t.Errorf("%s: TotalEvents = %v, %v; want %v", name, n, ok, events)
 		}
 	}
-	if _, err := TotalEvents(strings.NewReader("FATAL: no such test")); err == nil {
-		t.Error("TotalEvents of an error message: no error")
+	if rep, err := ParseReport(strings.NewReader("FATAL: no such test")); err != nil {
+		t.Fatal(err)
+	} else if _, ok := rep.TotalEvents(); ok {
+		t.Error("TotalEvents of an error message: a count")
 	}
 	cpu := strings.Join(CPU{Threads: 8, MaxPrime: 10000, Duration: 2 * time.Second, ReportInterval: 1}.Args(), " ")
 	if !strings.Contains(cpu, "--report-interval=1") {

@@ -205,11 +205,7 @@ func runSysbenchCPU(ctx context.Context, p workload.Params, ready workload.Barri
 		return parseOutput("sysbench", out, func(r io.Reader) ([]sample.Metric, error) { return sysbench.ParseFixedWork(r, events) })
 	}
 	c.ReportInterval = 1
-	out, err := trackedSysbench(ctx, ready, dir, bin, c.Args(), "events/s", 1, workload.Rate{Metric: "events_per_sec", Scale: 1})
-	if err != nil {
-		return nil, err
-	}
-	return parseOutput("sysbench", out, sysbench.Parse)
+	return trackedSysbench(ctx, ready, dir, bin, c.Args(), "events/s", 1, workload.Rate{Metric: "events_per_sec", Scale: 1})
 }
 
 // trackedSysbench runs a timed sysbench after the barrier with an
@@ -226,8 +222,9 @@ func runSysbenchCPU(ctx context.Context, p workload.Params, ready workload.Barri
 // report's work is placed when the report is read (the agent is idle while
 // sysbench runs, so it reads promptly), and the count is completed from
 // the final report's total when sysbench exits. A sysbench that never says
-// its threads started is not tracked: its own rate stands.
-func trackedSysbench(ctx context.Context, ready workload.Barrier, dir, bin string, args []string, unit string, perUnit float64, rates ...workload.Rate) ([]byte, error) {
+// its threads started is not tracked: its own rate stands. It returns the
+// final report's metrics.
+func trackedSysbench(ctx context.Context, ready workload.Barrier, dir, bin string, args []string, unit string, perUnit float64, rates ...workload.Rate) ([]sample.Metric, error) {
 	if err := barrier(ready); err != nil {
 		return nil, err
 	}
@@ -258,12 +255,20 @@ func trackedSysbench(ctx context.Context, ready workload.Barrier, dir, bin strin
 		}
 	}, args...)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	if total, err := sysbench.TotalEvents(bytes.NewReader(out)); err == nil && tracking && int64(total) > added {
+	rep, err := sysbench.ParseReport(bytes.NewReader(out))
+	if err != nil {
+		return nil, fmt.Errorf("parsing sysbench output: %w", err)
+	}
+	if total, ok := rep.TotalEvents(); ok && tracking && int64(total) > added {
 		c.Add(int64(total) - added)
 	}
-	return out, nil
+	ms, err := rep.Metrics()
+	if err != nil {
+		return nil, fmt.Errorf("parsing sysbench output: %w", err)
+	}
+	return ms, nil
 }
 
 func runSysbenchMemory(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
@@ -278,12 +283,8 @@ func runSysbenchMemory(ctx context.Context, p workload.Params, ready workload.Ba
 		ReportInterval: 1,
 	}.Args()
 	// counted in operations; the reports give MiB/s
-	out, err := trackedSysbench(ctx, ready, dir, bin, args, "MiB/s", float64(1<<20)/float64(bs),
+	return trackedSysbench(ctx, ready, dir, bin, args, "MiB/s", float64(1<<20)/float64(bs),
 		workload.Rate{Metric: "ops_per_sec", Scale: 1}, workload.Rate{Metric: "mib_per_sec", Scale: float64(bs) / (1 << 20)})
-	if err != nil {
-		return nil, err
-	}
-	return parseOutput("sysbench", out, sysbench.Parse)
 }
 
 func runSysbenchFileIO(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {

@@ -74,9 +74,12 @@ X
 	}
 	tr := &recTracker{}
 	ctx := workload.WithTracker(context.Background(), tr)
-	out, err := trackedSysbench(ctx, func() error { return nil }, dir, bin, nil, "events/s", 1, workload.Rate{Metric: "events_per_sec", Scale: 1})
+	ms, err := trackedSysbench(ctx, func() error { return nil }, dir, bin, nil, "events/s", 1, workload.Rate{Metric: "events_per_sec", Scale: 1})
 	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || ms[0].Name != "events_per_sec" || ms[0].Value != 1666 {
+		t.Errorf("metrics %v, want the final report's events_per_sec 1666", ms)
 	}
 	if len(tr.rates) != 1 || tr.rates[0].Metric != "events_per_sec" {
 		t.Errorf("tracked rates %v", tr.rates)
