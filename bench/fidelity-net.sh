@@ -21,6 +21,7 @@
 #   DURATION=5 STREAMS=1 bench/fidelity-net.sh
 #   STARTUP=0 bench/fidelity-net.sh    (network comparisons only)
 #   PINS="split" bench/fidelity-net.sh  (pinning modes: split same none)
+#   BIN=/tmp/isobench-old bench/fidelity-net.sh  (another build)
 #   SMOKE=1 bench/fidelity-net.sh      (make test: one 1 s round, split
 #                                       pins; fails when any comparison
 #                                       lacks a number, never on a ratio)
@@ -57,8 +58,9 @@ cleanup() {
 trap cleanup EXIT
 
 # The binary: bin/isobench, with the network workloads registered.
-make -s build
-bin=bin/isobench
+# BIN: another isobench binary to check (an earlier build, side by side
+# with this one); default: this checkout's, built now
+if [ -n "${BIN:-}" ]; then bin=$BIN; else make -s build; bin=bin/isobench; fi
 $bin workloads | grep '^tcp-stream ' >/dev/null || { echo "$bin has no tcp-stream workload" >&2; exit 1; }
 db=$work/net.db
 state=$work/state

@@ -103,9 +103,9 @@ func (c *client) run(ctx context.Context) (result, error) {
 			}
 			switch {
 			case c.cfg.mode == ModeStream && c.cfg.download:
-				res[i], errs[i] = c.download(conn, start, end)
+				res[i], errs[i] = c.download(ctx, conn, start, end)
 			case c.cfg.mode == ModeStream:
-				res[i], errs[i] = c.upload(conn, start, end)
+				res[i], errs[i] = c.upload(ctx, conn, start, end)
 			case c.cfg.mode == ModeRR:
 				res[i], errs[i] = c.rr(ctx, conn, start, end)
 			default:
@@ -135,53 +135,87 @@ func (c *client) run(ctx context.Context) (result, error) {
 // grace bounds how long a stream may take past its end (a dead server).
 const grace = 30 * time.Second
 
-func (c *client) upload(conn net.Conn, start, end time.Time) (result, error) {
-	if _, err := conn.Write(header{mode: modeUpload, msg: uint32(c.cfg.msg)}.encode()); err != nil {
+// upload writes for the duration, half-closes and reads the byte count
+// the server received. Both stream directions use the blocking socket with
+// plain system calls, as iperf 2 does (see server.stream for why).
+func (c *client) upload(ctx context.Context, conn net.Conn, start, end time.Time) (result, error) {
+	check := c.giveUp(ctx, end)
+	buf := make([]byte, c.cfg.msg)
+	var got int64
+	err := withBlocking(conn, func(fd int) error {
+		if err := writeFull(fd, header{mode: modeUpload, msg: uint32(c.cfg.msg)}.encode(), check); err != nil {
+			return err
+		}
+		y := yielder{off: c.cfg.noYield}
+		for now := time.Now(); now.Before(end); now = time.Now() {
+			y.maybe(now)
+			_, err := syscall.Write(fd, buf)
+			if again, err := retry("write", err, check); again {
+				continue
+			} else if err != nil {
+				return err
+			}
+		}
+		if err := syscall.Shutdown(fd, syscall.SHUT_WR); err != nil {
+			return fmt.Errorf("half close: %w", err)
+		}
+		var cnt [8]byte
+		if err := readFull(fd, cnt[:], check); err != nil {
+			return fmt.Errorf("server did not confirm the bytes it received: %w", err)
+		}
+		got = int64(binary.BigEndian.Uint64(cnt[:]))
+		return nil
+	})
+	if err != nil {
 		return result{}, fmt.Errorf("netbench upload: %w", err)
 	}
-	buf := make([]byte, c.cfg.msg)
-	conn.SetWriteDeadline(end)
-	for time.Now().Before(end) {
-		if _, err := conn.Write(buf); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				break
-			}
-			return result{}, fmt.Errorf("netbench upload: %w", err)
-		}
-	}
-	conn.SetDeadline(time.Now().Add(grace))
-	if tc, ok := conn.(*net.TCPConn); ok {
-		if err := tc.CloseWrite(); err != nil {
-			return result{}, fmt.Errorf("netbench upload: %w", err)
-		}
-	}
-	var cnt [8]byte
-	if _, err := io.ReadFull(conn, cnt[:]); err != nil {
-		return result{}, fmt.Errorf("netbench upload: server did not confirm the bytes it received: %w", err)
-	}
-	return result{bytes: int64(binary.BigEndian.Uint64(cnt[:])), elapsed: time.Since(start)}, nil
+	return result{bytes: got, elapsed: time.Since(start)}, nil
 }
 
-func (c *client) download(conn net.Conn, start, end time.Time) (result, error) {
-	if _, err := conn.Write(header{mode: modeDownload, msg: uint32(c.cfg.msg)}.encode()); err != nil {
+// download reads for the duration and closes.
+func (c *client) download(ctx context.Context, conn net.Conn, start, end time.Time) (result, error) {
+	check := c.giveUp(ctx, end)
+	buf := make([]byte, max(c.cfg.msg, 64<<10))
+	var n int64
+	err := withBlocking(conn, func(fd int) error {
+		if err := writeFull(fd, header{mode: modeDownload, msg: uint32(c.cfg.msg)}.encode(), check); err != nil {
+			return err
+		}
+		y := yielder{off: c.cfg.noYield}
+		for now := time.Now(); now.Before(end); now = time.Now() {
+			y.maybe(now)
+			k, err := syscall.Read(fd, buf)
+			if again, err := retry("read", err, check); again {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if k == 0 {
+				return io.ErrUnexpectedEOF // the server ended the stream early
+			}
+			n += int64(k)
+		}
+		return nil
+	})
+	if err != nil {
 		return result{}, fmt.Errorf("netbench download: %w", err)
 	}
-	buf := make([]byte, max(c.cfg.msg, 64<<10))
-	conn.SetReadDeadline(end)
-	var n int64
-	for {
-		k, err := conn.Read(buf)
-		n += int64(k)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				break
-			}
-			return result{}, fmt.Errorf("netbench download: %w", err)
-		}
-	}
 	return result{bytes: n, elapsed: time.Since(start)}, nil
+}
+
+// giveUp is a blocking loop's check: the run was cancelled, or the peer
+// has not answered for grace past the end.
+func (c *client) giveUp(ctx context.Context, end time.Time) func() error {
+	limit := end.Add(grace)
+	return func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(limit) {
+			return fmt.Errorf("no answer %v after the end", grace)
+		}
+		return nil
+	}
 }
 
 func (c *client) rr(ctx context.Context, conn net.Conn, start, end time.Time) (result, error) {
@@ -189,16 +223,7 @@ func (c *client) rr(ctx context.Context, conn net.Conn, start, end time.Time) (r
 	if _, err := conn.Write(header{mode: modeRR, msg: uint32(c.cfg.msg), resp: uint32(c.cfg.resp)}.encode()); err != nil {
 		return result{}, fmt.Errorf("netbench rr: %w", err)
 	}
-	giveUp := end.Add(grace)
-	check := func() error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if time.Now().After(giveUp) {
-			return fmt.Errorf("no response %v after the end", grace)
-		}
-		return nil
-	}
+	check := c.giveUp(ctx, end)
 	req := make([]byte, c.cfg.msg)
 	resp := make([]byte, c.cfg.resp)
 	var n int64
@@ -241,16 +266,7 @@ func (c *client) crr(ctx context.Context, start, end time.Time) (result, error) 
 	h := &hist.Histogram{}
 	msg := append(header{mode: modeCRR, msg: uint32(c.cfg.msg), resp: uint32(c.cfg.resp)}.encode(), make([]byte, c.cfg.msg)...)
 	resp := make([]byte, c.cfg.resp)
-	giveUp := end.Add(grace)
-	check := func() error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if time.Now().After(giveUp) {
-			return fmt.Errorf("no response %v after the end", grace)
-		}
-		return nil
-	}
+	check := c.giveUp(ctx, end)
 	var n int64
 	y := yielder{off: c.cfg.noYield}
 	now := time.Now()

@@ -96,7 +96,7 @@ func tcpDef(name, mode, help string, params ...workload.Param) workload.Def {
 
 // TCPStream is bulk TCP throughput.
 var TCPStream = tcpDef("tcp-stream", ModeStream,
-	"bulk TCP throughput between a server and N clients (iperf3-like: the bytes that arrived, counted by the receiving end, over the client's run, at the kernel's default socket buffers), Gbit/s; placement server=instance|host, client=host|instance; pinned apart (client-cpu, server-cpu) it reads 1.01-1.02 of iperf3 on loopback and the Docker bridge",
+	"bulk TCP throughput between a server and N clients (iperf3-like: the bytes that arrived, counted by the receiving end, over the client's run, at the kernel's default socket buffers), Gbit/s; placement server=instance|host, client=host|instance; both ends call read and write directly, off Go's netpoller; pinned apart (client-cpu, server-cpu) it read 1.22 (loopback) and 1.39 (Docker bridge) of iperf3, whose single select(2) loop costs more per byte (docs/fidelity.md)",
 	workload.Param{Name: "msg-size", Kind: workload.Size, Default: "128k", Min: 1, Max: maxMsg, Help: "bytes per write"},
 	workload.Param{Name: "direction", Kind: workload.Enum, Enum: []string{"upload", "download"}, Default: "upload", Help: "upload: clients send; download: the server sends"},
 )
