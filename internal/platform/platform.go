@@ -60,8 +60,14 @@ type Spec struct {
 	// Ports are TCP ports inside the instance the host will connect to;
 	// with NetNAT the platform publishes them on the host (others ignore
 	// them: the host reaches Address directly).
-	Ports   []int
-	Storage string // StorageRootfs (default) or StorageVolume
+	Ports []int
+	// SamePorts asks, with NetNAT, that each of Ports be published at its
+	// own number on the host, for a server that names its ports in its
+	// replies (FTP's passive data ports): the caller picks ports free on
+	// the host. A platform that cannot leaves Endpoint's port different,
+	// and the caller says so.
+	SamePorts bool
+	Storage   string // StorageRootfs (default) or StorageVolume
 	// Accounting says the caller will read the instance's Footprint: a
 	// platform that gives an unlimited instance no cgroup of its own
 	// (native) then makes one, without limits, to charge it to.

@@ -350,6 +350,7 @@ func createConfig(s platform.Spec, ref, runtime, volDir string) (containerConfig
 	}
 	if s.Network == platform.NetNAT {
 		// published on the host's loopback only, on a port Docker picks
+		// (or, SamePorts, on the port's own number)
 		cc.ExposedPorts = map[string]struct{}{}
 		cc.HostConfig.PortBindings = map[string][]portBinding{}
 		for _, port := range s.Ports {
@@ -358,7 +359,11 @@ func createConfig(s platform.Spec, ref, runtime, volDir string) (containerConfig
 			}
 			k := strconv.Itoa(port) + "/tcp"
 			cc.ExposedPorts[k] = struct{}{}
-			cc.HostConfig.PortBindings[k] = []portBinding{{HostIP: "127.0.0.1"}}
+			b := portBinding{HostIP: "127.0.0.1"}
+			if s.SamePorts {
+				b.HostPort = strconv.Itoa(port)
+			}
+			cc.HostConfig.PortBindings[k] = []portBinding{b}
 		}
 	}
 	return cc, nil

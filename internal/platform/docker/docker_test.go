@@ -333,6 +333,16 @@ func TestCreateConfig(t *testing.T) {
 	if _, err := createConfig(platform.Spec{Network: platform.NetNAT, Ports: []int{70000}}, "img", "", ""); err == nil {
 		t.Error("port 70000 accepted")
 	}
+	// SamePorts: each port at its own number (FTP's passive ports)
+	cc, err = createConfig(platform.Spec{Network: platform.NetNAT, Ports: []int{40021, 40022}, SamePorts: true}, "img", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"40021", "40022"} {
+		if b := cc.HostConfig.PortBindings[p+"/tcp"]; len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != p {
+			t.Errorf("SamePorts, port %s: bindings %+v; want 127.0.0.1:%s", p, b, p)
+		}
+	}
 }
 
 func TestContainerName(t *testing.T) {

@@ -392,8 +392,13 @@ func (p *Platform) createArgs(s platform.Spec, name, ref, volDir, logPath string
 			if port < 1 || port > 65535 {
 				return nil, fmt.Errorf("podman: port %d out of range", port)
 			}
-			// on the host's loopback only, on a port podman picks
-			args = append(args, "--publish", "127.0.0.1::"+strconv.Itoa(port))
+			// on the host's loopback only, on a port podman picks (or,
+			// SamePorts, on the port's own number)
+			host := ""
+			if s.SamePorts {
+				host = strconv.Itoa(port)
+			}
+			args = append(args, "--publish", "127.0.0.1:"+host+":"+strconv.Itoa(port))
 		}
 	}
 	args = append(args, ref)

@@ -150,6 +150,9 @@ func TestServerRefusesInjection(t *testing.T) {
 		"secret newline":    {"secret": "0123456789abcdef\nguest ok = yes"},
 		"secret short":      {"secret": "abc"},
 		"pasv beyond 65535": {"pasv": "65000", "pasv-n": "1000"},
+		"pasv-address line": {"pasv-address": "127.0.0.1\nanon_upload_enable=YES"},
+		"pasv-address name": {"pasv-address": "localhost"},
+		"pasv-address v6":   {"pasv-address": "::1"},
 	} {
 		raw := map[string]string{}
 		for k, v := range good {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +51,7 @@ var Server = workload.Def{
 		{Name: "port", Kind: workload.Int, Default: "2222", Min: 1, Max: 65535, Help: "port"},
 		{Name: "pasv", Kind: workload.Int, Default: "0", Min: 0, Max: 65535, Help: "ftp: first of pasv-n passive ports"},
 		{Name: "pasv-n", Kind: workload.Int, Default: "0", Min: 0, Max: 1000, Help: "ftp: passive ports"},
+		{Name: "pasv-address", Kind: workload.String, Default: "", Help: "ftp: the address the passive replies name (the host's loopback when the ports are published there); empty: the server's own"},
 		{Name: "direction", Kind: workload.Enum, Enum: []string{Download, Upload}, Default: Download, Help: "download: serve the data set; upload: receive it"},
 		{Name: "data", Kind: workload.String, Default: "file/1m", Help: "data set (dataset.Parse)"},
 		{Name: "seed", Kind: workload.Int, Default: "1", Min: 0, Max: 1 << 62, Help: "data set seed"},
@@ -97,6 +99,12 @@ func checkServer(p workload.Params) error {
 	}
 	if p.Int("pasv")+p.Int("pasv-n") > 65536 {
 		return fmt.Errorf("pasv %d and pasv-n %d go beyond port 65535", p.Int("pasv"), p.Int("pasv-n"))
+	}
+	// it goes into vsftpd's configuration: an IPv4 address and nothing else
+	if a := p.Str("pasv-address"); a != "" {
+		if ip, err := netip.ParseAddr(a); err != nil || !ip.Is4() || ip.String() != a {
+			return fmt.Errorf("pasv-address %q: want an IPv4 address", a)
+		}
 	}
 	return nil
 }
@@ -458,6 +466,11 @@ func (g guest) vsftpd() ([]string, error) {
 	pasv := ""
 	if g.p.Int("pasv-n") > 0 {
 		pasv = fmt.Sprintf("pasv_min_port=%d\npasv_max_port=%d\n", g.p.Int("pasv"), g.p.Int("pasv")+g.p.Int("pasv-n")-1)
+	}
+	if a := g.p.Str("pasv-address"); a != "" {
+		// published ports (network=nat): the replies name the host's
+		// address, where the same port numbers are published
+		pasv += "pasv_address=" + a + "\npasv_addr_resolve=NO\n"
 	}
 	conf := fmt.Sprintf(`listen=YES
 listen_ipv6=NO

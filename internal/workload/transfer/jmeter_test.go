@@ -11,7 +11,7 @@ import (
 // runJMeter downloads a file and a small tree from vsftpd in one instance
 // of pl with study 004's JMeter: every byte verified, JMeter's own times;
 // a damaged file and upload are failures with their reasons.
-func runJMeter(t *testing.T, pl string) {
+func runJMeter(t *testing.T, pl string, base platform.Spec) {
 	if testing.Short() {
 		t.Skip("starts vsftpd and JMeter")
 	}
@@ -22,12 +22,15 @@ func runJMeter(t *testing.T, pl string) {
 		for k, v := range data {
 			params[k] = v
 		}
-		res, err := runOne(t, transfer.FTPDef, params, env(p, platform.Spec{}, 1))
+		res, err := runOne(t, transfer.FTPDef, params, env(p, base, 1))
 		if err != nil {
 			t.Fatalf("%v: %v", data, err)
 		}
 		if len(res) != 1 || res[0].Tags["tool"] != transfer.ClientJMeter {
 			t.Fatalf("%v: results %+v", data, res)
+		}
+		if base.Network != "" && res[0].Tags["network"] != base.Network {
+			t.Errorf("%v: network %q, want %q", data, res[0].Tags["network"], base.Network)
 		}
 		got := map[string]float64{}
 		for _, m := range res[0].Metrics {
@@ -46,7 +49,7 @@ func runJMeter(t *testing.T, pl string) {
 		}
 		t.Logf("%s %v: %v", pl, data, got)
 	}
-	if _, err := runOne(t, transfer.FTPDef, map[string]string{"client": transfer.ClientJMeter, "file": "1m", "inject": "truncate"}, env(p, platform.Spec{}, 1)); err == nil || !strings.Contains(err.Error(), "bytes, want") {
+	if _, err := runOne(t, transfer.FTPDef, map[string]string{"client": transfer.ClientJMeter, "file": "1m", "inject": "truncate"}, env(p, base, 1)); err == nil || !strings.Contains(err.Error(), "bytes, want") {
 		t.Errorf("a damaged download was not a failure: %v", err)
 	}
 	if _, err := transfer.FTPDef.Resolve(map[string]string{"client": transfer.ClientJMeter, "direction": "upload"}); err == nil {
@@ -57,10 +60,17 @@ func runJMeter(t *testing.T, pl string) {
 
 func TestNativeJMeter(t *testing.T) {
 	needHost(t, "vsftpd")
-	runJMeter(t, "native")
+	runJMeter(t, "native", platform.Spec{})
 }
 
-func TestDockerJMeter(t *testing.T) { runJMeter(t, "docker") }
+func TestDockerJMeter(t *testing.T) { runJMeter(t, "docker", platform.Spec{}) }
+
+// Study 004's layout: the FTP server reached through Docker's published
+// ports, its passive ports published at their own numbers and named at the
+// host's address in its replies.
+func TestDockerNATJMeter(t *testing.T) {
+	runJMeter(t, "docker", platform.Spec{Network: platform.NetNAT})
+}
 
 // TestNativePostalMessages: study 004's postal stopped after a count of
 // messages (the paper's "up to 500 messages" from 10 threads, fewer and

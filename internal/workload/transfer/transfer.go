@@ -441,6 +441,9 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	sp := r.env.Base
 	sp.Name = r.env.NewName()
 	sp.Ports = ports
+	// published ports (network=nat): FTP's replies name its passive
+	// ports, so they are published at their own numbers (free here)
+	sp.SamePorts = r.proto == FTP
 	created := time.Now()
 	in, err := r.env.Platform.Create(ctx, sp)
 	if err != nil {
@@ -474,9 +477,13 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	s.host = r.reach(h)
 	if hp, _ := strconv.Atoi(ps); hp != s.port {
 		if r.proto == FTP {
-			return nil, fmt.Errorf("transfer ftp: published ports (network=nat) are not supported: FTP's passive data connections go to the instance's own address")
+			return nil, fmt.Errorf("transfer ftp: %s published port %d as %d: FTP's passive replies name the server's own port numbers, so they must be published at the same ones", sp.Name, s.port, hp)
 		}
 		s.port = hp // published port
+	}
+	pasvAddr := ""
+	if r.proto == FTP && h != addr {
+		pasvAddr = h // published: the passive replies name the host's address
 	}
 	gp := map[string]string{}
 	for k, v := range r.gp {
@@ -487,6 +494,9 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	gp["port"] = strconv.Itoa(ports[0])
 	if r.proto == FTP {
 		gp["pasv"], gp["pasv-n"] = strconv.Itoa(s.pasv), strconv.Itoa(s.pasvN)
+		if pasvAddr != "" {
+			gp["pasv-address"] = pasvAddr
+		}
 	}
 	t := time.Now()
 	s.facts = in.Facts(ctx) // the platform's bookkeeping (an engine's inspect): untimed
