@@ -432,7 +432,34 @@ func overflowWarnings(cells []*Cell) {
 // window.MinFrac of their run (sample.WindowMetric): their rates were
 // read over a window that short, so the cell says so instead of being
 // averaged silently.
+//
+// A workload that tracks nothing has no window: its cells at several
+// instances carry sample.UnwindowedMetric, and where the instances'
+// releases were spread over more than 1 − window.MinFrac of the run, the
+// cell says its rates are each instance's own.
 func windowWarnings(cells []*Cell) {
+	unwindowed := map[runGroup][3]float64{} // lowest share %, repetitions below, repetitions
+	for _, c := range cells {
+		if c.Metric != sample.UnwindowedMetric {
+			continue
+		}
+		low, below := 100.0, 0.0
+		for _, v := range c.Values {
+			low = min(low, v)
+			if v < 100*window.MinFrac {
+				below++
+			}
+		}
+		if below > 0 {
+			unwindowed[groupOf(c)] = [3]float64{low, below, float64(len(c.Values))}
+		}
+	}
+	for _, c := range cells {
+		if w, ok := unwindowed[groupOf(c)]; ok && c.Metric != sample.SkewMetric {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("no common window: this workload does not track its work, so each of the %d instances' rates is over its own run, and in %.0f of %.0f repetitions their releases were spread over more than %.0f%% of it (at worst they shared %.0f%%): a sum over them counts time some ran alone; lengthen duration",
+				c.Instances, w[1], w[2], 100*(1-window.MinFrac), w[0]))
+		}
+	}
 	short := map[runGroup][2]float64{} // lowest overlap %, repetitions below
 	for _, c := range cells {
 		if c.Metric != sample.WindowMetric {

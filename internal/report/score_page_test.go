@@ -61,6 +61,35 @@ func TestColdStartAdviceInTheSummary(t *testing.T) {
 	}
 }
 
+// TestUnwindowedCellsSaySo: a workload that tracks nothing, whose
+// instances' releases were spread over more than a tenth of the run in
+// some repetition, has every cell of its group warn that its rates are
+// each instance's own; one whose releases were close says nothing.
+func TestUnwindowedCellsSaySo(t *testing.T) {
+	var in []sample.Sample
+	for rep, share := range []float64{99, 72, 95} {
+		for _, w := range []string{"spread", "close"} {
+			v := share
+			if w == "close" {
+				v = 99
+			}
+			for _, m := range []string{sample.UnwindowedMetric, "ops"} {
+				in = append(in, sample.Sample{Platform: "docker", Workload: w, Instances: 4, Instance: sample.AggregateInstance, Rep: rep,
+					Metric: m, Unit: "x", Better: sample.Higher, Value: v})
+			}
+		}
+	}
+	for _, c := range Cells(in, Options{}) {
+		warned := strings.Contains(strings.Join(c.Warnings, " "), "no common window")
+		if c.Workload == "spread" && c.Metric == "ops" && (!warned || !strings.Contains(strings.Join(c.Warnings, " "), "in 1 of 3 repetitions")) {
+			t.Errorf("spread ops: warnings %q", c.Warnings)
+		}
+		if c.Workload == "close" && warned {
+			t.Errorf("close %s: warned %q", c.Metric, c.Warnings)
+		}
+	}
+}
+
 // TestBookkeepingHasNoVerdict: the runner's own barrier skew and window
 // overlap are diagnostics of the harness, not compared with the baseline.
 func TestBookkeepingHasNoVerdict(t *testing.T) {

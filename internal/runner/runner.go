@@ -606,6 +606,13 @@ func (r *Runner) repOn(ctx context.Context, p Plan, t Target, job Job, n, rep in
 			skewTags["wake"] = ar.wake
 		}
 		out = append(out, mk(sample.Metric{Name: sample.SkewMetric, Value: float64(ar.skew) / float64(time.Millisecond), Unit: "ms", Better: sample.Lower}, sample.AggregateInstance, skewTags, start, dur))
+		// a timed workload that tracked nothing: its rates are each
+		// instance's own, and the skew says how much of the run the
+		// instances can have shared
+		if d, ok := expected(job); ok && ar.window == nil {
+			share := 100 * max(0, 1-float64(ar.skew)/float64(d))
+			out = append(out, mk(sample.Metric{Name: sample.UnwindowedMetric, Value: share, Unit: "%", Better: sample.Higher}, sample.AggregateInstance, aggTags, start, dur))
+		}
 	}
 	if ar.window != nil { // several instances' common window (ApplyWindow: none for one)
 		wtags := maps.Clone(aggTags)

@@ -498,6 +498,53 @@ func TestRatesOverTheCommonWindow(t *testing.T) {
 	}
 }
 
+// TestUntrackedWorkloadSaysItHasNoWindow: several instances of a timed
+// workload that tracks nothing get the runner's unwindowed share (100 ×
+// (1 − skew / duration)) in place of a window; one instance gets neither.
+func TestUntrackedWorkloadSaysItHasNoWindow(t *testing.T) {
+	def := workload.Def{
+		Name:   "untracked",
+		Params: []workload.Param{{Name: "duration", Kind: workload.Duration, Default: "200ms", Min: 0.001, Max: 10}},
+		Agent: func(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
+			if err := ready(); err != nil {
+				return nil, err
+			}
+			time.Sleep(p.Duration("duration"))
+			return []sample.Metric{{Name: "ops", Value: 5, Unit: "ops/s", Better: sample.Higher, Agg: sample.Sum}}, nil
+		},
+	}
+	reg, a, _ := setup(t, def)
+	sink := &memSink{}
+	r := &runner.Runner{Sink: sink, RunID: 1}
+	plan := runner.Plan{
+		Targets:   []runner.Target{{Label: "a", Name: "a", Platform: a}},
+		Jobs:      []runner.Job{job(t, reg, "untracked", nil)},
+		Instances: []int{1, 3},
+		Reps:      1,
+	}
+	if err := r.Run(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	var skew, share []sample.Sample
+	for _, s := range sink.all() {
+		switch s.Metric {
+		case sample.WindowMetric:
+			t.Errorf("a window for a workload that tracks nothing: %+v", s)
+		case sample.SkewMetric:
+			skew = append(skew, s)
+		case sample.UnwindowedMetric:
+			share = append(share, s)
+		}
+	}
+	if len(share) != 1 || len(skew) != 1 || share[0].Instances != 3 {
+		t.Fatalf("unwindowed samples %+v (skew %+v), want one, for 3 instances", share, skew)
+	}
+	want := 100 * max(0, 1-skew[0].Value/200)
+	if d := share[0].Value - want; d < -1e-9 || d > 1e-9 || share[0].Value <= 0 || share[0].Value > 100 {
+		t.Errorf("unwindowed share %v, want 100 × (1 − %v ms / 200 ms) = %v", share[0].Value, skew[0].Value, want)
+	}
+}
+
 // imagePlatform is a fake platform that records the image of every
 // instance it creates and every image it is asked to prepare.
 type imagePlatform struct {

@@ -63,9 +63,19 @@ const SkewMetric = "barrier_skew_ms"
 // rates are read over that common window (internal/window).
 const WindowMetric = "window_overlap_pct"
 
+// UnwindowedMetric is the runner's bookkeeping for several instances of a
+// timed workload that does not track its work (no WindowMetric): each
+// instance's rate is over its own run, and 100 × (1 − barrier skew /
+// duration) is the share of the run in which they were all at least
+// released together. Under window.MinFrac the sum over instances counts
+// time in which some of them ran alone.
+const UnwindowedMetric = "unwindowed_overlap_pct"
+
 // Bookkeeping says whether metric is the runner's own (SkewMetric,
-// WindowMetric), not a workload's.
-func Bookkeeping(metric string) bool { return metric == SkewMetric || metric == WindowMetric }
+// WindowMetric, UnwindowedMetric), not a workload's.
+func Bookkeeping(metric string) bool {
+	return metric == SkewMetric || metric == WindowMetric || metric == UnwindowedMetric
+}
 
 // OverflowMetric is what a service's server reports of its accept queue:
 // the connections it had no room for while the clients ran (the
