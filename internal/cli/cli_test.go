@@ -65,26 +65,32 @@ func TestBadInputIsOneLineExit2AndStartsNothing(t *testing.T) {
 	os.WriteFile(bad, []byte("platforms: [native]\nworkloads: [cpu]\nrepz: 3\n"), 0o644)
 	notYAML := filepath.Join(dir, "broken.yaml")
 	os.WriteFile(notYAML, []byte("platforms: [native\n"), 0o644)
+	badCap := filepath.Join(dir, "cap.yaml")
+	os.WriteFile(badCap, []byte("platforms: [native]\nworkloads: [cpu]\nplatform_reps: {qemu: 2}\n"), 0o644)
+	zeroCap := filepath.Join(dir, "zero.yaml")
+	os.WriteFile(zeroCap, []byte("platforms: [native]\nworkloads: [cpu]\nplatform_reps: {native: 0}\n"), 0o644)
 	cases := map[string][]string{
-		"unknown platform":  {"run", "--platform", "vmware", "--workload", "cpu"},
-		"unknown workload":  {"run", "--platform", "native", "--workload", "prime95"},
-		"unknown parameter": {"run", "--platform", "native", "--workload", "cpu:primes=3"},
-		"impossible param":  {"run", "--platform", "native", "--workload", "cpu:threads=0"},
-		"bad instances":     {"run", "--platform", "native", "--workload", "cpu", "--instances", "0"},
-		"bad reps":          {"run", "--platform", "native", "--workload", "cpu", "--reps", "many"},
-		"bad option":        {"run", "--platform", "native:network=bridge", "--workload", "cpu"},
-		"bad baseline":      {"run", "--platform", "native", "--workload", "cpu", "--baseline", "docker"},
-		"unknown key":       {"run", bad},
-		"malformed yaml":    {"run", notYAML},
-		"missing study":     {"run", filepath.Join(dir, "nope.yaml")},
-		"no platform":       {"run", "--workload", "cpu"},
-		"unknown command":   {"frobnicate"},
-		"results no db":     {"results", "--db", filepath.Join(dir, "none.db")},
-		"results format":    {"results", "--format", "xml"},
-		"run empty db":      {"run", "--platform", "native", "--workload", "cpu", "--db", ""},
-		"results empty db":  {"results", "--db", ""},
-		"report empty db":   {"report", "--db", ""},
-		"compare empty db":  {"compare", "", "x.db"},
+		"unknown platform":   {"run", "--platform", "vmware", "--workload", "cpu"},
+		"unknown workload":   {"run", "--platform", "native", "--workload", "prime95"},
+		"unknown parameter":  {"run", "--platform", "native", "--workload", "cpu:primes=3"},
+		"impossible param":   {"run", "--platform", "native", "--workload", "cpu:threads=0"},
+		"bad instances":      {"run", "--platform", "native", "--workload", "cpu", "--instances", "0"},
+		"bad reps":           {"run", "--platform", "native", "--workload", "cpu", "--reps", "many"},
+		"bad option":         {"run", "--platform", "native:network=bridge", "--workload", "cpu"},
+		"bad baseline":       {"run", "--platform", "native", "--workload", "cpu", "--baseline", "docker"},
+		"unknown key":        {"run", bad},
+		"malformed yaml":     {"run", notYAML},
+		"cap of no platform": {"run", badCap},
+		"cap of zero":        {"run", zeroCap},
+		"missing study":      {"run", filepath.Join(dir, "nope.yaml")},
+		"no platform":        {"run", "--workload", "cpu"},
+		"unknown command":    {"frobnicate"},
+		"results no db":      {"results", "--db", filepath.Join(dir, "none.db")},
+		"results format":     {"results", "--format", "xml"},
+		"run empty db":       {"run", "--platform", "native", "--workload", "cpu", "--db", ""},
+		"results empty db":   {"results", "--db", ""},
+		"report empty db":    {"report", "--db", ""},
+		"compare empty db":   {"compare", "", "x.db"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

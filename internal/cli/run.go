@@ -216,9 +216,17 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 		if img != "" && explicitImage {
 			return runner.Plan{}, nil, usage("%s boots an init system, which the %s image has not: it needs --image %s (leave --image out and it gets that image by itself)", label, study.Image, img)
 		}
-		plan.Targets = append(plan.Targets, runner.Target{Label: label, Name: o.Name, Options: o.Canonical(), Base: o.Base, Host: f.IsHost, Image: img, Requires: requires})
+		plan.Targets = append(plan.Targets, runner.Target{Label: label, Name: o.Name, Options: o.Canonical(), Base: o.Base, Host: f.IsHost, Image: img, Requires: requires, Reps: study.PlatformReps[label]})
 		if hostLabel == "" && f.IsHost && o.Canonical() == "" {
 			hostLabel = label // the host itself, as it is: the natural baseline
+		}
+	}
+	for l, n := range study.PlatformReps {
+		if !labels[l] {
+			return runner.Plan{}, nil, usage("platform_reps: %s is not one of the platforms (%s)", l, strings.Join(sortedKeys(labels), ", "))
+		}
+		if n < 1 {
+			return runner.Plan{}, nil, usage("platform_reps: %s: %d repetitions; want at least 1", l, n)
 		}
 	}
 	switch {

@@ -32,10 +32,14 @@ type Study struct {
 	Instances []int    `yaml:"instances" json:"instances"`
 	Reps      string   `yaml:"reps" json:"reps"` // a number or "auto"
 	RepsCap   int      `yaml:"reps_cap" json:"reps_cap,omitempty"`
-	Target    float64  `yaml:"target" json:"target,omitempty"` // percent, for reps: auto
-	Warmup    int      `yaml:"warmup" json:"warmup"`
-	Baseline  string   `yaml:"baseline" json:"baseline"`
-	Image     string   `yaml:"image" json:"image"`
+	// PlatformReps caps some platforms' measured repetitions below Reps
+	// (label -> count; runner.Target.Reps): a study run at a scale meant
+	// for verdicts gives an emulated VM no more than it can use.
+	PlatformReps map[string]int `yaml:"platform_reps" json:"platform_reps,omitempty"`
+	Target       float64        `yaml:"target" json:"target,omitempty"` // percent, for reps: auto
+	Warmup       int            `yaml:"warmup" json:"warmup"`
+	Baseline     string         `yaml:"baseline" json:"baseline"`
+	Image        string         `yaml:"image" json:"image"`
 	// Hosts run every platform on each of them too ("local", ssh://user@addr).
 	Hosts []string `yaml:"hosts" json:"hosts,omitempty"`
 	// Spread runs each cell on one of Hosts instead of every platform on
@@ -51,7 +55,7 @@ type Study struct {
 
 // studyKeys names every key a study file may have, as the Study struct
 // declares them (a test keeps the two the same).
-const studyKeys = `keys: platforms, workloads, instances, reps (a number or "auto"), reps_cap, target, warmup, baseline, image, hosts, spread, duet, study (a built-in study's metadata)`
+const studyKeys = `keys: platforms, workloads, instances, reps (a number or "auto"), reps_cap, platform_reps, target, warmup, baseline, image, hosts, spread, duet, study (a built-in study's metadata)`
 
 // studyKeyKinds is what each key of a study file holds, read from the
 // Study struct's yaml tags.
@@ -164,6 +168,19 @@ func checkStudyKeys(doc *yaml.Node) error {
 			for _, item := range v.Content {
 				if item.Kind != yaml.ScalarNode {
 					return fmt.Errorf("line %d: %s: each entry is one value, e.g. %s, not %s", item.Line, k.Value, example, yamlKind(item))
+				}
+			}
+			continue
+		}
+		if t.Kind() == reflect.Map { // platform_reps: {LABEL: N}
+			example := `{"qemu": 2}`
+			if v.Kind != yaml.MappingNode {
+				return fmt.Errorf("line %d: %s: want a mapping of platform to repetitions, e.g. %s, not %s", v.Line, k.Value, example, yamlKind(v))
+			}
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				var n int
+				if kk, vv := v.Content[j], v.Content[j+1]; kk.Kind != yaml.ScalarNode || vv.Kind != yaml.ScalarNode || vv.Decode(&n) != nil {
+					return fmt.Errorf("line %d: %s: want a platform and a whole number, e.g. %s", kk.Line, k.Value, example)
 				}
 			}
 			continue

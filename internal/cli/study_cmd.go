@@ -245,6 +245,7 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 		skipped = append(skipped, "baseline "+f.Baseline+" is not run: no ratios")
 		f.Baseline = ""
 	}
+	f.CapEmulated(accel) // a VM under TCG at the standard scale: EmulatedReps
 	plan, err := study.NewPlan(f, st.Workloads, st.Platforms)
 	if err != nil {
 		return usage("study %s: %v", f.Study.ID, err)
@@ -322,6 +323,8 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 // never began).
 func studyRunGroup(ctx context.Context, st *State, f study.File, g study.RunGroup, db, stateDir string, quiet bool) (int64, error) {
 	f.Platforms, f.Image = slices.Clone(g.Platforms), g.Image
+	f.PlatformReps = maps.Clone(f.PlatformReps)
+	maps.DeleteFunc(f.PlatformReps, func(l string, _ int) bool { return !slices.Contains(f.Platforms, l) })
 	if bl, _ := study.SplitAt(f.Baseline); !slices.Contains(f.Platforms, bl) {
 		f.Baseline = "" // the baseline runs in another group: ratios come from the merged cells
 	}

@@ -52,6 +52,19 @@ type Target struct {
 	// Tags are added to every sample of the target (e.g. host= when a
 	// spread run runs the target on one of several hosts).
 	Tags map[string]string
+	// Reps, when above 0, caps this target's measured repetitions per
+	// cell below the plan's (an emulated VM at a scale meant for
+	// verdicts: no verdict can come from it, and each repetition boots
+	// VMs); the stopping rule then leaves it out once it is done.
+	Reps int
+}
+
+// repsOf is how many measured repetitions t runs per cell in p.
+func repsOf(p Plan, t Target) int {
+	if t.Reps > 0 && t.Reps < p.Reps {
+		return t.Reps
+	}
+	return p.Reps
 }
 
 // Job is one workload with resolved parameters.
@@ -251,7 +264,10 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 	}
 	start := time.Now()
 	cells := len(p.Jobs) * len(p.Instances)
-	total := cells * (p.Warmup + p.Reps) * len(p.Targets)
+	total := 0
+	for _, t := range p.Targets {
+		total += cells * (p.Warmup + repsOf(p, t))
+	}
 	done := 0
 	ci := 0
 	for _, job := range p.Jobs {
@@ -274,7 +290,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 					}
 				}
 				for _, t := range rotate(p.Targets, rep+p.Warmup) {
-					if failed[t.Label] {
+					if failed[t.Label] || rep >= repsOf(p, t) {
 						continue
 					}
 					if r.Skip != nil && r.Skip(t.Label, cell, rep) {
@@ -319,7 +335,7 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 						}
 						failed[t.Label] = true
 						delete(values, t.Label)
-						total -= p.Reps - rep - 1 // this target's repetitions left in the cell
+						total -= repsOf(p, t) - rep - 1 // this target's repetitions left in the cell
 						prog(t.Label, fmt.Sprintf("failed: %s: %v (going on with the rest)", where, err))
 						continue
 					}
@@ -341,9 +357,20 @@ func (r *Runner) Run(ctx context.Context, p Plan) error {
 					}
 				}
 				if rep >= 0 && p.Auto != nil && rep+1 < p.Reps {
-					if stop, why := p.Auto(cell, values); stop && len(values) > 0 {
+					// the targets that are done (capped) have no say
+					live := maps.Clone(values)
+					for _, t := range p.Targets {
+						if repsOf(p, t) <= rep+1 {
+							delete(live, t.Label)
+						}
+					}
+					if stop, why := p.Auto(cell, live); stop && len(live) > 0 {
 						stopped = true
-						total -= (p.Reps - rep - 1) * (len(p.Targets) - len(failed))
+						for _, t := range p.Targets {
+							if !failed[t.Label] {
+								total -= max(0, repsOf(p, t)-rep-1)
+							}
+						}
 						prog("", why)
 						break
 					}

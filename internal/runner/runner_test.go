@@ -3,7 +3,9 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -495,6 +497,60 @@ func TestRatesOverTheCommonWindow(t *testing.T) {
 	}
 	if windows != 1 {
 		t.Errorf("%d window samples, want 1 (for 3 instances)", windows)
+	}
+}
+
+// TestTargetRepsCapsOneTarget: a target with Reps below the plan's runs
+// that many measured repetitions per cell (its warm-up still runs) while
+// the others run the plan's, and under a stopping rule it has no say once
+// it is done: the rule sees only the targets still running.
+func TestTargetRepsCapsOneTarget(t *testing.T) {
+	probe := &barrierProbe{}
+	reg, a, b := setup(t, probe.def())
+	for _, auto := range []bool{false, true} {
+		sink := &memSink{}
+		r := &runner.Runner{Sink: sink, RunID: 1}
+		var seen [][]string
+		plan := runner.Plan{
+			Targets:   []runner.Target{{Label: "a", Name: "a", Platform: a}, {Label: "b", Name: "b", Platform: b, Reps: 2}},
+			Jobs:      []runner.Job{job(t, reg, "probe", nil)},
+			Instances: []int{1},
+			Reps:      4,
+			Warmup:    1,
+		}
+		if auto {
+			plan.Auto = func(_ runner.Cell, values map[string][]float64) (bool, string) {
+				var ls []string
+				for l := range values {
+					ls = append(ls, l)
+				}
+				sort.Strings(ls)
+				seen = append(seen, ls)
+				return false, ""
+			}
+		}
+		if err := r.Run(context.Background(), plan); err != nil {
+			t.Fatal(err)
+		}
+		reps := map[string]map[int]bool{}
+		warm := map[string]bool{}
+		for _, s := range sink.all() {
+			if s.Warmup {
+				warm[s.Platform] = true
+				continue
+			}
+			if reps[s.Platform] == nil {
+				reps[s.Platform] = map[int]bool{}
+			}
+			reps[s.Platform][s.Rep] = true
+		}
+		if len(reps["a"]) != 4 || len(reps["b"]) != 2 || !reps["b"][0] || !reps["b"][1] || !warm["a"] || !warm["b"] {
+			t.Errorf("auto %v: measured repetitions a %v, b %v (want 4 and 0-1), warm-ups %v", auto, reps["a"], reps["b"], warm)
+		}
+		// asked after repetitions 0, 1 and 2: b is done after its second
+		if want := "[[a b] [a] [a]]"; auto && fmt.Sprint(seen) != want {
+			t.Errorf("the stopping rule saw %v, want %s", seen, want)
+		}
 	}
 }
 

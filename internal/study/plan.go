@@ -126,7 +126,15 @@ func NewPlan(f File, reg workload.Registry, plats platform.Registry) (Plan, erro
 		}
 	}
 	p.Cells = len(p.Jobs) * len(instances)
-	p.Runs = p.Cells * len(f.Platforms) * (reps + f.Warmup)
+	repsOn := func(pl string) int { // CapEmulated's caps
+		if n := f.PlatformReps[pl]; n > 0 && n < reps {
+			return n
+		}
+		return reps
+	}
+	for _, pl := range f.Platforms {
+		p.Runs += p.Cells * (repsOn(pl) + f.Warmup)
+	}
 	for _, j := range p.Jobs {
 		for _, n := range instances {
 			// Fixed work shares the cores; timed work does not take longer.
@@ -147,7 +155,7 @@ func NewPlan(f File, reg workload.Registry, plats platform.Registry) (Plan, erro
 				// Instances are created concurrently, but engines
 				// serialise much of it: count half of them.
 				setup := time.Duration(float64(c) * math.Max(1, float64(n)/2))
-				p.Estimate += time.Duration(reps+f.Warmup) * (work + setup)
+				p.Estimate += time.Duration(repsOn(pl)+f.Warmup) * (work + setup)
 			}
 		}
 	}
@@ -248,7 +256,11 @@ func (p Plan) Print(w io.Writer) {
 		case a == "kvm":
 		case strings.HasPrefix(a, "tcg"):
 			why := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(a, "tcg"), ":"))
-			fmt.Fprintf(w, "%s: %s (%s): its findings will be not comparable\n", l, EmulatedNote, orDash(why))
+			fmt.Fprintf(w, "%s: %s (%s): its findings will be not comparable", l, EmulatedNote, orDash(why))
+			if n := f.PlatformReps[l]; n > 0 && n < p.Reps {
+				fmt.Fprintf(w, "; it runs %d repetitions per cell, not %d (no verdict can come from it, and each boots VMs)", n, p.Reps)
+			}
+			fmt.Fprintln(w)
 		case !ok || a == "":
 			fmt.Fprintf(w, "%s: KVM or TCG is decided when the run starts (a probe boot); under TCG it is %s and its findings not comparable\n", l, EmulatedNote)
 		}

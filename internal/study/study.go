@@ -37,11 +37,15 @@ type File struct {
 	Reps      string   `yaml:"reps"`
 	// RepsCap is the most repetitions with reps: auto (which stops a cell
 	// once its medians are precise, after at least 5).
-	RepsCap  int    `yaml:"reps_cap,omitempty"`
-	Warmup   int    `yaml:"warmup,omitempty"`
-	Baseline string `yaml:"baseline,omitempty"`
-	Image    string `yaml:"image,omitempty"`
-	Study    *Meta  `yaml:"study,omitempty"`
+	RepsCap int `yaml:"reps_cap,omitempty"`
+	// PlatformReps caps some platforms' measured repetitions below Reps
+	// (label -> count): `study run` gives an emulated VM EmulatedReps at
+	// the standard scale (CapEmulated).
+	PlatformReps map[string]int `yaml:"platform_reps,omitempty"`
+	Warmup       int            `yaml:"warmup,omitempty"`
+	Baseline     string         `yaml:"baseline,omitempty"`
+	Image        string         `yaml:"image,omitempty"`
+	Study        *Meta          `yaml:"study,omitempty"`
 }
 
 // Meta describes the paper a study file reproduces.
@@ -209,6 +213,38 @@ const (
 // MinVerdictReps is the fewest repetitions per side that give a verdict
 // (stats.MinVerdict; reps: auto never stops below it).
 const MinVerdictReps = 5
+
+// EmulatedReps is how many measured repetitions a VM platform that runs
+// under QEMU's TCG gets at the standard scale: its findings are not
+// comparable whatever the count (EmulatedNote), and every repetition
+// boots VMs (study 002's QEMU cells took 58 of its 64 minutes at 5
+// repetitions), so two give a spread and nothing more is spent.
+const EmulatedReps = 2
+
+// CapEmulated gives, at the standard scale, each VM platform that accel
+// says runs under TCG ("tcg: WHY") EmulatedReps measured repetitions
+// (PlatformReps), and returns those labels; other scales, and platforms
+// under KVM or not yet probed, run the file's repetitions.
+func (f *File) CapEmulated(accel map[string]string) []string {
+	if f.Study == nil || f.Study.Scale != DefaultScale {
+		return nil
+	}
+	var capped []string
+	for _, l := range f.Platforms {
+		if !VMPlatform(l) || !strings.HasPrefix(accel[l], "tcg") {
+			continue
+		}
+		if n, err := strconv.Atoi(f.Reps); err == nil && n <= EmulatedReps {
+			continue
+		}
+		if f.PlatformReps == nil {
+			f.PlatformReps = map[string]int{}
+		}
+		f.PlatformReps[l] = EmulatedReps
+		capped = append(capped, l)
+	}
+	return capped
+}
 
 // givesVerdicts reports whether repetitions (a number or auto) are enough
 // for a verdict.

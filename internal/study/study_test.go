@@ -368,6 +368,54 @@ func TestStandardScaleDecides(t *testing.T) {
 	}
 }
 
+// TestCapEmulated: at the standard scale a VM platform under TCG runs
+// EmulatedReps repetitions (fewer runs, a smaller estimate, a line in the
+// plan saying so); under KVM, unprobed, or at another scale it runs the
+// file's.
+func TestCapEmulated(t *testing.T) {
+	reg, plats := builtin.Workloads(), builtin.Platforms()
+	f, _ := Load("002")
+	g, err := f.AtScale(DefaultScale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := NewPlan(g, reg, plats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, accel := range []string{"kvm", ""} {
+		h := g
+		if c := h.CapEmulated(map[string]string{"qemu": accel}); c != nil {
+			t.Errorf("accel %q: capped %v", accel, c)
+		}
+	}
+	if c := g.CapEmulated(map[string]string{"qemu": "tcg: no /dev/kvm"}); !slices.Equal(c, []string{"qemu"}) || g.PlatformReps["qemu"] != EmulatedReps {
+		t.Fatalf("tcg: capped %v, platform reps %v", c, g.PlatformReps)
+	}
+	capped, err := NewPlan(g, reg, plats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := full.Runs / len(g.Platforms) // runs per platform at the file's reps
+	if want := full.Runs - per + per*EmulatedReps/full.Reps; capped.Runs != want || capped.Estimate >= full.Estimate {
+		t.Errorf("capped: %d runs (want %d), estimate %s (uncapped %s)", capped.Runs, want, capped.Estimate, full.Estimate)
+	}
+	capped.Accel = map[string]string{"qemu": "tcg: no /dev/kvm"}
+	var b strings.Builder
+	capped.Print(&b)
+	if !strings.Contains(b.String(), fmt.Sprintf("it runs %d repetitions per cell, not %d", EmulatedReps, full.Reps)) {
+		t.Errorf("plan does not say qemu runs %d repetitions:\n%s", EmulatedReps, b.String())
+	}
+	t.Logf("002 standard: %s with QEMU at %d repetitions, %s at %d", capped.Estimate.Round(time.Minute), EmulatedReps, full.Estimate.Round(time.Minute), full.Reps)
+	q, err := f.AtScale(ScaleQuick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := q.CapEmulated(map[string]string{"qemu": "tcg: x"}); c != nil {
+		t.Errorf("quick scale capped %v", c)
+	}
+}
+
 // TestLabelsAreCanonical: a platform label whose options are not in key
 // order is refused with the order to write it in (study 003's LXC label
 // had matched no cell, so none of its findings was checked), and every
