@@ -438,48 +438,49 @@ func overflowWarnings(cells []*Cell) {
 // releases were spread over more than 1 − window.MinFrac of the run, the
 // cell says its rates are each instance's own.
 func windowWarnings(cells []*Cell) {
-	unwindowed := map[runGroup][3]float64{} // lowest share %, repetitions below, repetitions
-	for _, c := range cells {
-		if c.Metric != sample.UnwindowedMetric {
-			continue
-		}
-		low, below := 100.0, 0.0
-		for _, v := range c.Values {
-			low = min(low, v)
-			if v < 100*window.MinFrac {
-				below++
+	for g, w := range underMinFrac(cells, sample.UnwindowedMetric) {
+		for _, c := range cells {
+			if groupOf(c) == g && c.Metric != sample.SkewMetric {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("no common window: this workload does not track its work, so each of the %d instances' rates is over its own run, and in %d of %d repetitions their releases were spread over more than %.0f%% of it (at worst they shared %.0f%%): a sum over them counts time some ran alone; lengthen duration",
+					c.Instances, w.below, w.reps, 100*(1-window.MinFrac), w.low))
 			}
 		}
-		if below > 0 {
-			unwindowed[groupOf(c)] = [3]float64{low, below, float64(len(c.Values))}
-		}
 	}
-	for _, c := range cells {
-		if w, ok := unwindowed[groupOf(c)]; ok && c.Metric != sample.SkewMetric {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("no common window: this workload does not track its work, so each of the %d instances' rates is over its own run, and in %.0f of %.0f repetitions their releases were spread over more than %.0f%% of it (at worst they shared %.0f%%): a sum over them counts time some ran alone; lengthen duration",
-				c.Instances, w[1], w[2], 100*(1-window.MinFrac), w[0]))
-		}
-	}
-	short := map[runGroup][2]float64{} // lowest overlap %, repetitions below
-	for _, c := range cells {
-		if c.Metric != sample.WindowMetric {
-			continue
-		}
-		low, below := 100.0, 0.0
-		for _, v := range c.Values {
-			low = min(low, v)
-			if v < 100*window.MinFrac {
-				below++
+	for g, w := range underMinFrac(cells, sample.WindowMetric) {
+		for _, c := range cells {
+			if groupOf(c) == g {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("short window: in %d of %d repetitions the %d instances ran together for under %.0f%% of their run (lowest %.0f%%); their rates are read over that window: lengthen duration",
+					w.below, w.reps, c.Instances, 100*window.MinFrac, w.low))
 			}
 		}
-		if below > 0 {
-			short[groupOf(c)] = [2]float64{low, below}
-		}
 	}
+}
+
+// shortShare is a group's share metric (percent) at its lowest and the
+// repetitions in which it fell under window.MinFrac.
+type shortShare struct {
+	low         float64
+	below, reps int
+}
+
+// underMinFrac finds the groups whose share metric (WindowMetric,
+// UnwindowedMetric) fell under window.MinFrac in some repetition.
+func underMinFrac(cells []*Cell, metric string) map[runGroup]shortShare {
+	out := map[runGroup]shortShare{}
 	for _, c := range cells {
-		if w, ok := short[groupOf(c)]; ok {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("short window: in %.0f of %d repetitions the %d instances ran together for under %.0f%% of their run (lowest %.0f%%); their rates are read over that window: lengthen duration",
-				w[1], len(c.Values), c.Instances, 100*window.MinFrac, w[0]))
+		if c.Metric != metric {
+			continue
+		}
+		s := shortShare{low: 100, reps: len(c.Values)}
+		for _, v := range c.Values {
+			s.low = min(s.low, v)
+			if v < 100*window.MinFrac {
+				s.below++
+			}
+		}
+		if s.below > 0 {
+			out[groupOf(c)] = s
 		}
 	}
+	return out
 }
