@@ -90,6 +90,10 @@ on_cpu() { # CPU CMD...: run CMD on CPU, or unpinned for -1
   local c=$1; shift
   if [ "$c" -ge 0 ]; then taskset -c "$c" "$@"; else "$@"; fi
 }
+exec_on_cpu() { # CPU CMD...: on_cpu, replacing the calling (sub)shell
+  local c=$1; shift
+  if [ "$c" -ge 0 ]; then exec taskset -c "$c" "$@"; else exec "$@"; fi
+}
 cpuset() { [ "$1" -ge 0 ] && echo "--cpuset-cpus=$1"; true; }
 
 # Reference servers, per pinning mode: on loopback, and in a container on
@@ -99,8 +103,10 @@ i=0
 for m in $pins; do
   s=$(pin_s "$m")
   port_lo_iperf[$m]=$((15201 + 2 * i)); port_lo_sock[$m]=$((15202 + 2 * i)); i=$((i + 1))
-  on_cpu "$s" iperf3 -s -B 127.0.0.1 -p "${port_lo_iperf[$m]}" >/dev/null 2>&1 & pids+=($!)
-  on_cpu "$s" sockperf sr --tcp -i 127.0.0.1 -p "${port_lo_sock[$m]}" >/dev/null 2>&1 & pids+=($!)
+  # exec: $! is then the server itself, not a subshell running the
+  # function (killing that subshell left the servers running)
+  (exec_on_cpu "$s" iperf3 -s -B 127.0.0.1 -p "${port_lo_iperf[$m]}" >/dev/null 2>&1) & pids+=($!)
+  (exec_on_cpu "$s" sockperf sr --tcp -i 127.0.0.1 -p "${port_lo_sock[$m]}" >/dev/null 2>&1) & pids+=($!)
   c=$(docker run -d --label "$label" $(cpuset "$s") "$tools_ref" iperf3 -s -p 5201)
   ip_iperf[$m]=$(container_ip "$c")
   c=$(docker run -d --label "$label" $(cpuset "$s") "$tools_ref" sockperf sr --tcp -p 11111)
