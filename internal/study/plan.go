@@ -213,6 +213,15 @@ func (p Plan) Print(w io.Writer) {
 		reps = "repetition"
 	}
 	fmt.Fprintf(w, "%d workload cells × %d instance counts = %d cells; × %d platforms × %d %s", len(p.Jobs), len(inst), p.Cells, len(f.Platforms), p.Reps, reps)
+	var fewer []string // CapEmulated's caps
+	for _, l := range f.Platforms {
+		if n := f.PlatformReps[l]; n > 0 && n < p.Reps {
+			fewer = append(fewer, fmt.Sprintf("%s %d", l, n))
+		}
+	}
+	if len(fewer) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(fewer, ", "))
+	}
 	if f.Warmup > 0 {
 		fmt.Fprintf(w, " (+%d warm-up)", f.Warmup)
 	}

@@ -403,7 +403,8 @@ func TestCapEmulated(t *testing.T) {
 	capped.Accel = map[string]string{"qemu": "tcg: no /dev/kvm"}
 	var b strings.Builder
 	capped.Print(&b)
-	if !strings.Contains(b.String(), fmt.Sprintf("it runs %d repetitions per cell, not %d", EmulatedReps, full.Reps)) {
+	if !strings.Contains(b.String(), fmt.Sprintf("it runs %d repetitions per cell, not %d", EmulatedReps, full.Reps)) ||
+		!strings.Contains(b.String(), fmt.Sprintf("× %d repetitions (qemu %d) = %d runs", full.Reps, EmulatedReps, capped.Runs)) {
 		t.Errorf("plan does not say qemu runs %d repetitions:\n%s", EmulatedReps, b.String())
 	}
 	t.Logf("002 standard: %s with QEMU at %d repetitions, %s at %d", capped.Estimate.Round(time.Minute), EmulatedReps, full.Estimate.Round(time.Minute), full.Reps)
