@@ -126,14 +126,8 @@ func NewPlan(f File, reg workload.Registry, plats platform.Registry) (Plan, erro
 		}
 	}
 	p.Cells = len(p.Jobs) * len(instances)
-	repsOn := func(pl string) int { // CapEmulated's caps
-		if n := f.PlatformReps[pl]; n > 0 && n < reps {
-			return n
-		}
-		return reps
-	}
 	for _, pl := range f.Platforms {
-		p.Runs += p.Cells * (repsOn(pl) + f.Warmup)
+		p.Runs += p.Cells * (f.repsOn(pl, reps) + f.Warmup)
 	}
 	for _, j := range p.Jobs {
 		for _, n := range instances {
@@ -155,7 +149,7 @@ func NewPlan(f File, reg workload.Registry, plats platform.Registry) (Plan, erro
 				// Instances are created concurrently, but engines
 				// serialise much of it: count half of them.
 				setup := time.Duration(float64(c) * math.Max(1, float64(n)/2))
-				p.Estimate += time.Duration(repsOn(pl)+f.Warmup) * (work + setup)
+				p.Estimate += time.Duration(f.repsOn(pl, reps)+f.Warmup) * (work + setup)
 			}
 		}
 	}
@@ -215,7 +209,7 @@ func (p Plan) Print(w io.Writer) {
 	fmt.Fprintf(w, "%d workload cells × %d instance counts = %d cells; × %d platforms × %d %s", len(p.Jobs), len(inst), p.Cells, len(f.Platforms), p.Reps, reps)
 	var fewer []string // CapEmulated's caps
 	for _, l := range f.Platforms {
-		if n := f.PlatformReps[l]; n > 0 && n < p.Reps {
+		if n := f.repsOn(l, p.Reps); n < p.Reps {
 			fewer = append(fewer, fmt.Sprintf("%s %d", l, n))
 		}
 	}
@@ -266,7 +260,7 @@ func (p Plan) Print(w io.Writer) {
 		case strings.HasPrefix(a, "tcg"):
 			why := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(a, "tcg"), ":"))
 			fmt.Fprintf(w, "%s: %s (%s): its findings will be not comparable", l, EmulatedNote, orDash(why))
-			if n := f.PlatformReps[l]; n > 0 && n < p.Reps {
+			if n := f.repsOn(l, p.Reps); n < p.Reps {
 				fmt.Fprintf(w, "; it runs %d repetitions per cell, not %d (no verdict can come from it, and each boots VMs)", n, p.Reps)
 			}
 			fmt.Fprintln(w)

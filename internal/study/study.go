@@ -246,6 +246,15 @@ func (f *File) CapEmulated(accel map[string]string) []string {
 	return capped
 }
 
+// repsOn is how many measured repetitions platform label runs when the
+// file's are reps: PlatformReps' cap where it is below them.
+func (f File) repsOn(label string, reps int) int {
+	if n := f.PlatformReps[label]; n > 0 && n < reps {
+		return n
+	}
+	return reps
+}
+
 // givesVerdicts reports whether repetitions (a number or auto) are enough
 // for a verdict.
 func givesVerdicts(reps string) bool {

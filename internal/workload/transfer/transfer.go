@@ -481,10 +481,6 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 		}
 		s.port = hp // published port
 	}
-	pasvAddr := ""
-	if r.proto == FTP && h != addr {
-		pasvAddr = h // published: the passive replies name the host's address
-	}
 	gp := map[string]string{}
 	for k, v := range r.gp {
 		gp[k] = v
@@ -494,8 +490,8 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	gp["port"] = strconv.Itoa(ports[0])
 	if r.proto == FTP {
 		gp["pasv"], gp["pasv-n"] = strconv.Itoa(s.pasv), strconv.Itoa(s.pasvN)
-		if pasvAddr != "" {
-			gp["pasv-address"] = pasvAddr
+		if h != addr {
+			gp["pasv-address"] = h // published: the passive replies name the host's address
 		}
 	}
 	t := time.Now()
