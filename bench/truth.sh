@@ -68,6 +68,7 @@
 #   bench/truth.sh                 (as root; native docker runc lxc qemu)
 #   PLATFORMS="native docker" bench/truth.sh
 #   CONTROLS="cpu-quota oom" REPS=5 ROUNDS=5 bench/truth.sh
+#   CONTROLS=conserve CONSERVE_DURATIONS=1s ROUNDS=20 bench/truth.sh
 #
 # Nothing is timed against a threshold in a unit test; this script is the
 # check. Run it alone on the machine (load average printed first).
@@ -219,7 +220,7 @@ with open(out, "a") as f:
 ' "$p" "$results"
       ;;
     conserve)
-      for d in 1s 10s; do
+      for d in ${CONSERVE_DURATIONS:-1s 10s}; do
         db=$work/conserve-$p-$d.db
         ref=$work/conserve-ref-$p-$d.txt; : > "$ref"
         for r in $(seq 1 "$rounds"); do

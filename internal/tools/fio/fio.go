@@ -43,6 +43,10 @@ type Job struct {
 	Jobs      int // numjobs
 	Duration  time.Duration
 	IOEngine  string // psync, libaio, io_uring, ...
+	// StatusInterval, when set, makes fio print a full JSON report of
+	// its cumulative counts every interval while it runs
+	// (--status-interval), before the final one.
+	StatusInterval time.Duration
 }
 
 func (j Job) base() []string {
@@ -91,11 +95,15 @@ func (j Job) Args() []string {
 	if ms < 1 {
 		ms = 1
 	}
-	return append(j.base(),
+	a := append(j.base(),
 		"--time_based=1",
 		"--runtime="+strconv.FormatInt(ms, 10)+"ms",
 		"--output-format=json",
 	)
+	if j.StatusInterval > 0 {
+		a = append(a, "--status-interval="+strconv.FormatInt(max(1, j.StatusInterval.Milliseconds()), 10)+"ms")
+	}
+	return a
 }
 
 // Latency is one latency block of a side, converted to milliseconds.
@@ -165,7 +173,8 @@ var ErrNoJobs = errors.New("fio: no JSON report with jobs in output")
 
 // Decode reads fio's JSON output. Text fio prints before the JSON object
 // (warnings such as "note: both iodepth >= 1 and synchronous I/O engine
-// are selected") is skipped.
+// are selected") is skipped. Output with several reports (the status
+// reports of --status-interval, then the final one) gives the last.
 func Decode(r io.Reader) (*Report, error) {
 	data, err := io.ReadAll(io.LimitReader(r, 256<<20))
 	if err != nil {
@@ -183,13 +192,24 @@ func Decode(r io.Reader) (*Report, error) {
 	if start < 0 {
 		return nil, ErrNoJobs
 	}
-	var raw rawReport
-	if err := json.NewDecoder(bytes.NewReader(data[start:])).Decode(&raw); err != nil {
-		return nil, fmt.Errorf("fio: decoding JSON report: %w", err)
+	dec := json.NewDecoder(bytes.NewReader(data[start:]))
+	var last *rawReport
+	for {
+		var raw rawReport
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			if last == nil {
+				return nil, ErrNoJobs
+			}
+			break
+		} else if err != nil {
+			// a report cut short is not taken for the last one
+			return nil, fmt.Errorf("fio: decoding JSON report: %w", err)
+		}
+		if len(raw.Jobs) > 0 {
+			last = &raw
+		}
 	}
-	if len(raw.Jobs) == 0 {
-		return nil, ErrNoJobs
-	}
+	raw := *last
 	rep := &Report{Version: raw.Version}
 	for _, j := range raw.Jobs {
 		jr := JobResult{Name: j.Name, Error: j.Error, Sides: map[string]Side{}}
@@ -201,6 +221,16 @@ func Decode(r io.Reader) (*Report, error) {
 		rep.Jobs = append(rep.Jobs, jr)
 	}
 	return rep, nil
+}
+
+// IOs is the I/Os of one side ("read", "write", "trim") completed by
+// every job of the report together.
+func (rep *Report) IOs(side string) float64 {
+	var n float64
+	for _, j := range rep.Jobs {
+		n += j.Sides[side].IOs
+	}
+	return n
 }
 
 func convertSide(s rawSide) Side {

@@ -153,3 +153,54 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeStatusReports reads the output of fio --status-interval,
+// several cumulative JSON reports one after another, and checks Decode
+// gives the last one (the final report, not a status report) and IOs sums
+// a side over the jobs; a report cut short is an error, not the status
+// report before it.
+func TestDecodeStatusReports(t *testing.T) {
+	for _, c := range []struct {
+		file            string
+		reports         int
+		sides           map[string]float64 // the final report's IOs
+		firstRead, iops float64            // the first report's read IOs; the final read IOPS of job 1
+	}{
+		{"fio-3.33-randread-status-interval.json", 3, map[string]float64{"read": 7133 + 7127, "write": 0}, 1770 + 1765, 10175.463623},
+		{"fio-3.33-randrw-status-interval.json", 4, map[string]float64{"read": 4719, "write": 4784}, 917, 0},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := bytes.Count(data, []byte("\n{\n")) + 1; n != c.reports {
+				t.Fatalf("%d reports in the file, want %d", n, c.reports)
+			}
+			rep, err := Decode(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for side, want := range c.sides {
+				if got := rep.IOs(side); got != want {
+					t.Errorf("%s IOs %v, want the final report's %v", side, got, want)
+				}
+			}
+			if c.iops > 0 && rep.Jobs[0].Sides["read"].IOPS != c.iops {
+				t.Errorf("job 1 read IOPS %v, want the final report's %v", rep.Jobs[0].Sides["read"].IOPS, c.iops)
+			}
+			first := data[:bytes.Index(data, []byte("\n}\n"))+3]
+			r1, err := Decode(bytes.NewReader(first))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r1.IOs("read"); got != c.firstRead {
+				t.Errorf("first report: read IOs %v, want %v", got, c.firstRead)
+			}
+			cut := data[:len(data)-200]
+			if _, err := Decode(bytes.NewReader(cut)); err == nil {
+				t.Error("a final report cut short decoded without error")
+			}
+		})
+	}
+}

@@ -319,14 +319,119 @@ func preparedRun(ctx context.Context, ready workload.Barrier, binary, prefix, wh
 }
 
 func runFio(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {
-	return preparedRun(ctx, ready, fio.Binary, "fio-", "fio layout", "fio", func(dir string) (prepare, run []string) {
-		job := fio.Job{
-			Name: "isobench", Directory: dir, Pattern: p.Str("pattern"), BS: p.Size("bs"), Size: p.Size("size"),
-			Direct: p.Bool("direct"), IODepth: p.Int("iodepth"), Jobs: p.Int("jobs"),
-			Duration: p.Duration("duration"), IOEngine: p.Str("ioengine"),
+	bin, dir, cleanup, err := toolInFreshDir(fio.Binary, "fio-")
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	d := p.Duration("duration")
+	job := fio.Job{
+		Name: "isobench", Directory: dir, Pattern: p.Str("pattern"), BS: p.Size("bs"), Size: p.Size("size"),
+		Direct: p.Bool("direct"), IODepth: p.Int("iodepth"), Jobs: p.Int("jobs"),
+		Duration: d, IOEngine: p.Str("ioengine"),
+		StatusInterval: fioStatusInterval(d),
+	}
+	if _, err := runTool(ctx, dir, bin, job.CreateArgs()...); err != nil {
+		return nil, fmt.Errorf("fio layout: %w", err)
+	}
+	return trackedFio(ctx, ready, dir, bin, job.Args(), fioSides(job.Pattern), job.BS)
+}
+
+// fioStatusInterval is how often a timed fio of duration d reports its
+// counts while it runs: a twentieth of the run, between 100 ms and 1 s,
+// so that the first report, where its timeline begins, comes early.
+func fioStatusInterval(d time.Duration) time.Duration {
+	return min(max(d/20, 100*time.Millisecond), time.Second)
+}
+
+// fioSides are the sides of I/O fio's rw= pattern does.
+func fioSides(pattern string) []string {
+	switch pattern {
+	case "rw", "randrw":
+		return []string{"read", "write"}
+	case "write", "randwrite":
+		return []string{"write"}
+	}
+	return []string{"read"}
+}
+
+// trackedFio runs the timed fio after the barrier and counts each side's
+// completed I/Os from its status reports (--status-interval: the whole
+// JSON report, cumulative from the job's start, every interval) in a
+// Counter per side that the agent tracks for <side>_iops and
+// <side>_mib_per_sec (bs bytes per I/O): several instances' rates are
+// then read over the window in which all of them were running, as
+// sysbench's are (trackedSysbench), not each over its own run, which at
+// 32 instances includes time some ran alone. A side's timeline begins at
+// fio's first report (fio prints nothing when its jobs start, and its own
+// start-up is no part of its run), each report's count is placed when the
+// report is read, and the final report's count completes it when fio
+// exits. It returns the final report's metrics.
+func trackedFio(ctx context.Context, ready workload.Barrier, dir, bin string, args, sides []string, bs int64) ([]sample.Metric, error) {
+	if err := barrier(ready); err != nil {
+		return nil, err
+	}
+	counters := make([]*workload.Counter, len(sides))
+	added := make([]int64, len(sides))
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
 		}
-		return job.CreateArgs(), job.Args()
-	}, fio.Parse)
+	}()
+	count := func(rep *fio.Report) {
+		for i, side := range sides {
+			n := int64(math.Round(rep.IOs(side)))
+			if counters[i] == nil {
+				c := workload.NewCounter()
+				c.Add(n)
+				counters[i], added[i] = c, n
+				stops = append(stops, workload.TrackStarted(ctx, c,
+					workload.Rate{Metric: side + "_iops", Scale: 1},
+					workload.Rate{Metric: side + "_mib_per_sec", Scale: float64(bs) / (1 << 20)}))
+				continue
+			}
+			if k := n - added[i]; k > 0 {
+				counters[i].Add(k)
+				added[i] = n
+			}
+		}
+	}
+	// a report is a JSON object from a line "{" to a line "}"
+	var report []string
+	out, err := runToolLines(ctx, dir, bin, func(line string) {
+		switch {
+		case line == "{":
+			report = []string{line}
+		case report != nil:
+			report = append(report, line)
+			if line == "}" {
+				if rep, err := fio.Decode(strings.NewReader(strings.Join(report, "\n"))); err == nil {
+					count(rep)
+				}
+				report = nil
+			}
+		}
+	}, args...)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := fio.Decode(bytes.NewReader(out))
+	if err != nil {
+		return nil, fmt.Errorf("parsing fio output: %w", err)
+	}
+	for i, side := range sides {
+		if c := counters[i]; c != nil {
+			if k := int64(math.Round(rep.IOs(side))) - added[i]; k > 0 {
+				c.Add(k)
+			}
+		}
+	}
+	ms, err := rep.Metrics()
+	if err != nil {
+		return nil, fmt.Errorf("parsing fio output: %w", err)
+	}
+	return ms, nil
 }
 
 func runIperf3(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {

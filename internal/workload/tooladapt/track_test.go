@@ -2,9 +2,12 @@ package tooladapt
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,6 +135,75 @@ echo "20261126145724,127.0.0.1,39428,127.0.0.1,5999,1,0.0-2.0,4500000,18000000"
 	for _, m := range ms {
 		if m.Name == "throughput" && m.Value != 0.018 {
 			t.Errorf("throughput %v Gbit/s, want the whole run's 0.018", m.Value)
+		}
+	}
+}
+
+// TestTrackedFio runs a stand-in for fio that prints the reports of a
+// real fio --status-interval run (two status reports, then the final
+// one) 150 ms apart, and checks the read side's Counter begins at the
+// first report's I/Os, grows to each report's as it arrives and ends at
+// the final report's, tracked for read_iops and read_mib_per_sec (4 KiB
+// an I/O), and that the metrics are the final report's.
+func TestTrackedFio(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "tools", "fio", "testdata", "fio-3.33-randread-status-interval.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var script strings.Builder
+	script.WriteString("#!/bin/sh\n")
+	for i, rep := range strings.SplitAfter(string(data), "\n}\n") {
+		if rep == "" {
+			continue
+		}
+		f := filepath.Join(dir, fmt.Sprintf("report%d.json", i))
+		if err := os.WriteFile(f, []byte(rep), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			script.WriteString("sleep 0.15\n")
+		}
+		script.WriteString("cat " + f + "\n")
+	}
+	bin := filepath.Join(dir, "fio")
+	if err := os.WriteFile(bin, []byte(script.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tr := &recTracker{}
+	ctx := workload.WithTracker(context.Background(), tr)
+	ms, err := trackedFio(ctx, func() error { return nil }, dir, bin, nil, fioSides("randread"), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.rates) != 2 || tr.rates[0].Metric != "read_iops" || tr.rates[1].Metric != "read_mib_per_sec" || tr.rates[1].Scale != 4096.0/(1<<20) {
+		t.Errorf("tracked rates %v: want read_iops and read_mib_per_sec (4 KiB an I/O)", tr.rates)
+	}
+	// the two jobs' I/Os summed: at the first report (where tracking
+	// began), the second, and the final report
+	tr.wantSteps(t, []int64{1770 + 1765, 5118 + 5098, 7133 + 7127}, 2)
+	for _, m := range ms {
+		if m.Name == "read_iops" && math.Abs(m.Value-(10175.463623+10166.904422)) > 1e-6 {
+			t.Errorf("read_iops %v, want the final report's two jobs' sum", m.Value)
+		}
+	}
+}
+
+// TestFioStatusInterval checks a run reports a twentieth of its duration
+// apart, never more often than every 100 ms nor less than every second,
+// and that the sides follow the pattern.
+func TestFioStatusInterval(t *testing.T) {
+	for d, want := range map[time.Duration]time.Duration{
+		time.Second: 100 * time.Millisecond, 10 * time.Second: 500 * time.Millisecond,
+		time.Minute: time.Second, 500 * time.Millisecond: 100 * time.Millisecond,
+	} {
+		if got := fioStatusInterval(d); got != want {
+			t.Errorf("fioStatusInterval(%v) = %v, want %v", d, got, want)
+		}
+	}
+	for p, want := range map[string][]string{"randread": {"read"}, "read": {"read"}, "write": {"write"}, "randwrite": {"write"}, "rw": {"read", "write"}, "randrw": {"read", "write"}} {
+		if got := fioSides(p); !slices.Equal(got, want) {
+			t.Errorf("fioSides(%q) = %v, want %v", p, got, want)
 		}
 	}
 }
