@@ -213,6 +213,14 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 			}
 			requires = f.Image(o)
 		}
+		if requires != "" && o.Extra["image"] == requires {
+			if err := image.CheckProfile(requires); err != nil {
+				return runner.Plan{}, nil, usage("%s: image=%s: %v", label, requires, err)
+			}
+			if img != "" && explicitImage {
+				return runner.Plan{}, nil, usage("%s asks for the %s image and --image for %s: give one of them", label, requires, study.Image)
+			}
+		}
 		if img != "" && explicitImage {
 			return runner.Plan{}, nil, usage("%s boots an init system, which the %s image has not: it needs --image %s (leave --image out and it gets that image by itself)", label, study.Image, img)
 		}

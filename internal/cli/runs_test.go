@@ -434,4 +434,23 @@ func TestPlatformImage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "lxd:init=system boots an init system, which the minimal image has not: it needs --image debian") {
 		t.Fatalf("--image minimal with a system container: %v", err)
 	}
+	// docker's image= option gives its instances that image (the plan's
+	// --image default once overrode it, so the option did nothing)
+	study = Study{Platforms: []string{"native", "docker:image=tools", "docker:image=minimal,cpus=1"}, Workloads: []string{"cpu"}}
+	if plan, _, err = st.plan(&study); err != nil || plan.Targets[1].Image != "tools" || plan.Targets[2].Image != "" {
+		t.Fatalf("docker:image=tools: %v, targets %+v", err, plan.Targets)
+	}
+	for args, want := range map[string]string{
+		"docker:image=nosuch":        "docker:image=nosuch: image=nosuch:",
+		"docker:image=tools minimal": "docker:image=tools asks for the tools image and --image for minimal: give one of them",
+	} {
+		f := strings.Fields(args)
+		study = Study{Platforms: f[:1], Workloads: []string{"cpu"}}
+		if len(f) > 1 {
+			study.Image = f[1]
+		}
+		if _, _, err = st.plan(&study); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
 }

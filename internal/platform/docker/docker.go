@@ -50,6 +50,9 @@ var Factory = platform.Factory{
 	Extra: append([]string{"runtime", "image"}, blockdev.ThrottleKeys...),
 	New:   New,
 	Cost:  platform.Cost{Instance: 700 * time.Millisecond},
+	// image=PROFILE: the run gives the instances that image (an option
+	// the plan did not read was overridden by its --image default)
+	Image: func(o platform.Options) string { return o.Extra["image"] },
 	// its containers by label
 	Sweep: Sweep,
 }

@@ -69,6 +69,9 @@ var Factory = platform.Factory{
 	Extra: []string{"runtime", "node", "namespace", "kubeconfig", "containerd", "image", "pending"},
 	New:   New,
 	Cost:  platform.Cost{Instance: 3 * time.Second},
+	// image=PROFILE: the run gives the instances that image (an option
+	// the plan did not read was overridden by its --image default)
+	Image: func(o platform.Options) string { return o.Extra["image"] },
 	// this host's pods on the cluster and what the local cluster's
 	// runtimes left when it died, for 'isobench clean' (sweep.go)
 	Sweep: Sweep,
