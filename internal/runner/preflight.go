@@ -59,7 +59,7 @@ func Preflight(plan Plan) ([]CannotRun, error) {
 				// a system container boots the debian image's init, which
 				// the workload's own image has not (issue 27, defect 15),
 				// also when the debian image is the plan's (study 003)
-				c.Why = fmt.Sprintf("it runs in the %s image of its own, and %s needs the %s image (a system container boots its init); run it on %s without init=system or boot=true", job.Def.Needs.Image, t.Label, required, t.Name)
+				c.Why = fmt.Sprintf("it runs in the %s image of its own, and %s runs the %s image (a system container boots its init; image= asks for one); run it on %s without init=system, boot=true or image=", job.Def.Needs.Image, t.Label, required, t.Name)
 			case job.Def.Needs.Servers && service.ImageFor(cmp.Or(t.Image, plan.Image)) != service.Image:
 				c.Why = fmt.Sprintf("the %s image has no server for it; give --image debian (or leave --image out: the service workloads then choose it)", cmp.Or(t.Image, plan.Image))
 			default:

@@ -68,7 +68,7 @@ func TestPreflightNeeds(t *testing.T) {
 	// a workload with an image of its own on a system container (which
 	// boots the debian image's init): refused before the run, not failed
 	// at once in it (issue 27, defect 15)
-	if !strings.Contains(cannot[2].Why, "runs in the spark image of its own, and sys:init=system needs the debian image") {
+	if !strings.Contains(cannot[2].Why, "runs in the spark image of its own, and sys:init=system runs the debian image") {
 		t.Errorf("why %q", cannot[2].Why)
 	}
 	// the same when the system container's image is the plan's: its

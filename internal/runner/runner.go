@@ -41,7 +41,8 @@ type Target struct {
 	Image string
 	// Requires is the image profile the platform itself requires
 	// (platform.Factory.Image: a system container boots the debian
-	// image's init) whether or not it is the plan's; "" when any will do.
+	// image's init; docker:image=tools asks for the tools image) whether
+	// or not it is the plan's; "" when any will do.
 	// Image is cleared when it is the plan's; Requires is not, so that
 	// Preflight still sees a workload with an image of its own cannot
 	// run there.
