@@ -21,7 +21,7 @@
 #               cannot hold a family-wise level over 20 cells, whose
 #               intervals never reach past the repetitions' own ratios);
 #               the per-cell 95% count is printed beside it.
-#               On qemu it needs AA_QEMU=1 (400 VM boots, about 50 min
+#               On qemu it needs AA_QEMU=1 (400 VM boots, about 32 min
 #               under TCG)
 #   conserve    cpu 8 threads, 1 vs 32 instances, at 1 s and 10 s, in
 #               ROUNDS rounds alternating which runs first (the runner
@@ -193,7 +193,7 @@ with open(out, "a") as f:
       ;;
     a-a)
       if [ "$p" = qemu ] && [ "${AA_QEMU:-0}" != 1 ]; then
-        say "a-a" "$p" "<= 1 of 20 differ" "-" "not run" "400 VM boots (about 50 min under TCG): AA_QEMU=1 runs it"
+        say "a-a" "$p" "<= 1 of 20 differ" "-" "not run" "400 VM boots (about 32 min under TCG): AA_QEMU=1 runs it"
         continue
       fi
       db=$work/aa-$p.db
