@@ -93,10 +93,19 @@ func TestStudyRunQuickEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	db, html := filepath.Join(dir, "s.db"), filepath.Join(dir, "r.html")
 	code := Main(context.Background(), st, []string{"study", "run", "004", "--scale", "quick", "--platform", "native", "--platform", "docker", "--reps", "2", "--db", db, "-o", html, "--quiet"})
+	done := "run 1 (done)"
 	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
+		// Apache at 8,000 users overflows its accept queue on a 2-core
+		// host, and a client whose SYN retransmissions outlast ab's 30 s
+		// timeout fails the cell: the run records that with its reason,
+		// which is what the run must do; any other failure fails the test
+		if !acceptQueueFailuresOnly(out.String()) {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
+		}
+		t.Logf("the 8,000-user web cell failed with its reason (accept queue overflow, ab's timeout); the rest ran")
+		done = "run 1 (failed)"
 	}
-	for _, s := range []string{"study 004 (quick scale)", "not run here: lxd:init=system: left out", "run 1 (done)", "Study 004 against the paper's findings", "native better than docker?", "report: " + html} {
+	for _, s := range []string{"study 004 (quick scale)", "not run here: lxd:init=system: left out", done, "Study 004 against the paper's findings", "native better than docker?", "report: " + html} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
@@ -289,5 +298,52 @@ func TestRunTools(t *testing.T) {
 	errb.Reset()
 	if code := Main(context.Background(), st, []string{"run", plain, "--tools", "builtin", "--dry-run"}); code != ExitUsage || !strings.Contains(errb.String(), "no study: block") {
 		t.Errorf("a plain file with --tools: exit %d, %s", code, errb)
+	}
+}
+
+// acceptQueueFailuresOnly reports whether a study run's output lists
+// failed cells and every one is the 8,000-user web cell failing in ab.
+func acceptQueueFailuresOnly(out string) bool {
+	i := strings.Index(out, "failed cells (")
+	if i < 0 {
+		return false
+	}
+	n := 0
+	for _, l := range strings.Split(out[i:], "\n")[1:] {
+		if !strings.HasPrefix(l, "  ") {
+			break
+		}
+		if !strings.Contains(l, "http:requests=8000,server=apache,users=8000 ") || !strings.Contains(l, ": ab: ") {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// TestAcceptQueueFailuresOnly reads the failed-cells list of a real run
+// (CI, 2026-11-27: native's 8,000-user cell, ab's timeout) and lists with
+// another failure, or none.
+func TestAcceptQueueFailuresOnly(t *testing.T) {
+	real := `run 1 (failed): 900 samples in s.db
+
+failed cells (1; the other cells ran):
+  http:requests=8000,server=apache,users=8000 ×1 on native (rep 2): apache: client 0: ab: no result in output: Total of 7087 requests completed (exit status 119):  | Benchmarking 127.0.0.1 (be patient)...apr_pollset_poll: The timeout specified has expired (70007) | Total of 7087 requests completed; service log: [Fri Nov 27 20:56:26.525602 2026] [mpm_event:notice] AH00489: Apache/2.4.71 (Debian) configured -- resuming normal operations
+
+study 004 (quick scale) took 2m43s (estimated 2m6s)
+`
+	if !acceptQueueFailuresOnly(real) {
+		t.Error("the 8,000-user cell's ab timeout alone: want tolerated")
+	}
+	other := strings.Replace(real, "(rep 2): apache", "(rep 2): apache\n  ftp:file=16m ×1 on docker (rep 1): lftp: transfer lost", 1)
+	for name, out := range map[string]string{
+		"another cell failed too": other,
+		"a 4,000-user cell":       strings.ReplaceAll(real, "users=8000", "users=4000"),
+		"no failed cells":         "run 1 (done): 900 samples\n",
+		"the cell, not in ab":     strings.Replace(real, ": ab: ", ": apache never answered: ", 1),
+	} {
+		if acceptQueueFailuresOnly(out) {
+			t.Errorf("%s: tolerated", name)
+		}
 	}
 }
