@@ -108,6 +108,76 @@ func TestInterpolatesBetweenSamples(t *testing.T) {
 	}
 }
 
+// TestCoarseSeriesReadInside: an instance reporting once a second (a
+// tool's interval reports) started 500 ms before the other and did that
+// half second alone at 1000/s; then the two shared the CPU at 500/s each
+// until the other ended at 2500 ms. Interpolated across its first and
+// last intervals it read 583/s, the pair 8% above the CPU's capacity;
+// read over its whole intervals inside the window it reads 500/s.
+func TestCoarseSeriesReadInside(t *testing.T) {
+	a := Series{Clock: []int64{0, 1000 * ms, 2000 * ms, 2600 * ms}, Count: []float64{0, 750, 1250, 1600}}
+	b := steady(500, 2500, 500)
+	r, err := Common([]Series{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Start != 500*ms || r.End != 2500*ms {
+		t.Fatalf("window %d-%d ms", r.Start/ms, r.End/ms)
+	}
+	if !near(r.Rates[0], 500) || !near(r.Rates[1], 500) {
+		t.Errorf("rates %v, want 500 each", r.Rates)
+	}
+	// the interpolated reading the inner one replaces
+	if old := (a.at(r.End) - a.at(r.Start)) / 2; old < 580 {
+		t.Fatalf("the example does not show the bias it is for (%v)", old)
+	}
+}
+
+// TestCoarseSeriesShortWindow: when a series' whole intervals inside the
+// window cover less than half of it, the window is read interpolated.
+func TestCoarseSeriesShortWindow(t *testing.T) {
+	a := Series{Clock: []int64{0, 1000 * ms, 2000 * ms}, Count: []float64{0, 1000, 2000}}
+	b := steady(900, 1900, 1000)
+	r, err := Common([]Series{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// window 900-1900 ms: a has one point inside (1000 ms), no whole
+	// interval; read across the window it is 1000/s
+	if !near(r.Rates[0], 1000) || !near(r.Rates[1], 1000) {
+		t.Errorf("rates %v, want 1000 each", r.Rates)
+	}
+}
+
+// TestFineSeriesPauseInterpolated: a Counter's series (a point every
+// 20 ms) whose instance was descheduled for 200 ms across the window's
+// start keeps its pause in the window: the flat stretch is work not done
+// while every instance was running, and reading around it would count
+// the instance as faster than it was.
+func TestFineSeriesPauseInterpolated(t *testing.T) {
+	// a works at 1000/s from 0 to 100 ms, pauses to 300 ms, then works to
+	// 1300 ms; b runs 200-1200 ms
+	var a Series
+	for _, p := range []struct {
+		t int64
+		n float64
+	}{{0, 0}, {20, 20}, {40, 40}, {60, 60}, {80, 80}, {100, 100}, {300, 100}} {
+		a.Clock, a.Count = append(a.Clock, p.t*ms), append(a.Count, p.n)
+	}
+	for t := int64(320); t <= 1300; t += 20 {
+		a.Clock, a.Count = append(a.Clock, t*ms), append(a.Count, 100+float64(t-300))
+	}
+	b := steady(200, 1200, 1000)
+	r, err := Common([]Series{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// window 200-1200 ms: a did 900 units in it (100 of its 1000 ms paused)
+	if !near(r.Rates[0], 900) {
+		t.Errorf("paused instance's rate %v, want 900", r.Rates[0])
+	}
+}
+
 func TestRejectsMalformed(t *testing.T) {
 	for _, s := range []Series{
 		{},
