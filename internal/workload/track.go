@@ -87,10 +87,24 @@ func NewCounterClock(now func() time.Duration) *Counter {
 }
 
 // Add counts k more units of work, done now.
-func (c *Counter) Add(k int64) {
-	t := c.now()
+func (c *Counter) Add(k int64) { c.add(k, c.now(), false) }
+
+// Now is the instant on the Counter's clock.
+func (c *Counter) Now() time.Duration { return c.now() }
+
+// AddAt counts k more units of work done by instant at on the Counter's
+// clock (Now), for work an external tool reports having done at an instant
+// of its own, which the reading process learns later: a line read late
+// would put the work late. An instant before the Counter's last growth,
+// or after now, is taken as that one.
+func (c *Counter) AddAt(k int64, at time.Duration) { c.add(k, min(at, c.now()), true) }
+
+func (c *Counter) add(k int64, t time.Duration, clamp bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if clamp && t < c.last {
+		t = c.last
+	}
 	n := c.n
 	if c.rec {
 		prev := c.pts[len(c.pts)-1].At
@@ -98,6 +112,9 @@ func (c *Counter) Add(k int64) {
 		case t-c.last > Pause:
 			if c.last > prev {
 				c.pts = append(c.pts, Point{At: c.last, N: n})
+			} else if c.pts[len(c.pts)-1].N < n {
+				// more work at the last point's instant (AddAt)
+				c.pts[len(c.pts)-1].N = n
 			}
 			c.pts = append(c.pts, Point{At: t, N: n + k})
 		case t-prev >= c.tick:

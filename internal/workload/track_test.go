@@ -86,3 +86,29 @@ func TestThinKeepsEndsAndHalves(t *testing.T) {
 		t.Fatalf("the last point was dropped: %v", got)
 	}
 }
+
+// AddAt puts work at the instant given (a tool's own), not when it is
+// counted; an instant before the last growth is taken as that one, and
+// one after now as now.
+func TestCounterAddAt(t *testing.T) {
+	ms := time.Millisecond
+	var now time.Duration
+	c := NewCounterClock(func() time.Duration { return now })
+	c.Record()
+	now = 400 * ms
+	c.AddAt(10, 100*ms) // read at 400 ms, done by 100 ms
+	now = 700 * ms
+	c.AddAt(10, 200*ms)
+	c.AddAt(5, 150*ms) // before the last growth: at 200 ms
+	c.AddAt(5, 900*ms) // in the future: now
+	want := []Point{{0, 0}, {100 * ms, 10}, {200 * ms, 25}, {700 * ms, 30}}
+	pts := c.Points()
+	if len(pts) != len(want) {
+		t.Fatalf("points %v, want %v", pts, want)
+	}
+	for i := range want {
+		if pts[i] != want[i] {
+			t.Fatalf("points %v, want %v", pts, want)
+		}
+	}
+}

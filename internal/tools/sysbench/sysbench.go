@@ -152,6 +152,12 @@ func ParseInterim(line string) (in Interim, ok bool) {
 	return Interim{}, false
 }
 
+// TotalTime is a 1.0 report's "total time" in seconds, from its threads'
+// start to their end; ok is false when the report has none.
+func (rep *Report) TotalTime() (s float64, ok bool) {
+	return rep.totalTime, rep.hasTotalTime
+}
+
 // TotalEvents is a 1.0 report's "total number of events" (cpu: events;
 // memory: operations); ok is false when the report has none.
 func (rep *Report) TotalEvents() (n float64, ok bool) {

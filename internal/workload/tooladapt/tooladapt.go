@@ -233,6 +233,14 @@ func trackedSysbench(ctx context.Context, ready workload.Barrier, dir, bin strin
 	defer func() { stop() }()
 	var done, at float64
 	var added int64
+	var t0 time.Duration // when its threads started, on c's clock
+	// sysbench's own instant s seconds after its threads started: its
+	// lines reach this process late when the CPUs are crowded (at 32
+	// instances on 2 CPUs, hundreds of milliseconds for the final
+	// report), and work put at the instant its line was read would end an
+	// instance's run after its threads had stopped, while the others ran
+	// faster without it
+	when := func(s float64) time.Duration { return t0 + time.Duration(s*float64(time.Second)) }
 	tracking := false
 	out, err := runToolLines(ctx, dir, bin, func(line string) {
 		if !tracking && strings.TrimSpace(line) == sysbench.ThreadsStarted {
@@ -241,6 +249,7 @@ func trackedSysbench(ctx context.Context, ready workload.Barrier, dir, bin strin
 			// on 2 CPUs): the window is the one in which every
 			// instance's threads were working
 			stop, tracking = workload.TrackStarted(ctx, c, rates...), true
+			t0 = c.Now()
 			return
 		}
 		in, ok := sysbench.ParseInterim(line)
@@ -250,7 +259,7 @@ func trackedSysbench(ctx context.Context, ready workload.Barrier, dir, bin strin
 		done += in.PerSec * (in.At - at) * perUnit
 		at = in.At
 		if k := int64(math.Round(done)) - added; k > 0 {
-			c.Add(k)
+			c.AddAt(k, when(in.At))
 			added += k
 		}
 	}, args...)
@@ -262,7 +271,11 @@ func trackedSysbench(ctx context.Context, ready workload.Barrier, dir, bin strin
 		return nil, fmt.Errorf("parsing sysbench output: %w", err)
 	}
 	if total, ok := rep.TotalEvents(); ok && tracking && int64(total) > added {
-		c.Add(int64(total) - added)
+		if secs, ok := rep.TotalTime(); ok && secs > 0 {
+			c.AddAt(int64(total)-added, when(secs))
+		} else {
+			c.Add(int64(total) - added)
+		}
 	}
 	ms, err := rep.Metrics()
 	if err != nil {
