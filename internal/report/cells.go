@@ -306,6 +306,9 @@ func compareBaseline(cells []*cellAcc, groups map[key]*cellAcc, o Options, bl st
 			if w := baselineCarryOver(b.cell, b.states, *c, g.states); w != "" {
 				c.Warnings = append(c.Warnings, w)
 			}
+			if w := fasterThanHost(b.cell, *c); w != "" {
+				c.Warnings = append(c.Warnings, w)
+			}
 		}
 	}
 }
@@ -358,6 +361,29 @@ func baselineCarryOver(b Cell, bStates []map[string]float64, c Cell, cStates []m
 	}
 	return fmt.Sprintf("%s: %s; the ratio to %s measures the host's state (what earlier repetitions or other programs left) as much as %s's merit",
 		hoststate.BaselineKind, strings.Join(why, "; "), b.Label(), c.Label())
+}
+
+// FasterKind starts the warning on a cell that reads better than the bare
+// host beyond its interval.
+const FasterKind = "faster than native"
+
+// fasterThanHost is the warning of cell c when it reads better than its
+// baseline b, the bare host (native), beyond c's 95% ratio interval: an
+// isolated instance runs the same work with more in its way, so such a
+// gain comes from something else that differs between the two, which the
+// ratio does not name; "" otherwise.
+func fasterThanHost(b Cell, c Cell) string {
+	if b.Platform != "native" || c.Platform == "native" || !c.RatioValid {
+		return ""
+	}
+	switch {
+	case c.Better == string(sample.Lower) && c.RatioCIHigh < 1:
+	case c.Better == string(sample.Higher) && c.RatioCILow > 1:
+	default:
+		return ""
+	}
+	return fmt.Sprintf("%s: %s reads better than %s beyond its interval (ratio %.3f [%.3f, %.3f]); isolation adds work to the same task, so look for what else differs before calling it %s's merit: the network path (a client on the host reaches %s over loopback and an instance over a bridge or NAT, on other queues and CPUs), the file system under the scratch directory, or the host's state (see carry-over)",
+		FasterKind, c.Label(), b.Label(), c.Ratio, c.RatioCILow, c.RatioCIHigh, c.Label(), b.Label())
 }
 
 // SplitBaseline splits a baseline pinned to an instance count,

@@ -176,6 +176,7 @@ var noiseAdvice = map[string]string{
 	"accept queue overflowed": "the servers' accept queues overflowed, and the clients' SYN retransmission timeouts are in those values: use fewer users (see the report)",
 	hoststate.Kind:            "isobench lets TIME_WAIT sockets, dirty pages and leftover processes drain before each repetition (bounded); what was left is in the report: rerun when nothing else runs on the host",
 	hoststate.BaselineKind:    "those ratios measure the host's state as much as the platforms; see the report",
+	FasterKind:                "isolation should not make the same work faster: find what else differs (the network path, the file system, the host's state) before reading it as a platform's merit",
 }
 
 // noiseLines prints one line per kind of noise warning: how many cells,
@@ -218,6 +219,8 @@ func noiseLines(w io.Writer, cells []Cell, warmups int) error {
 			what = "whose instances ran together for under 90% of their run"
 		case "accept queue overflowed":
 			what = "noisy while their server's accept queue overflowed"
+		case FasterKind:
+			what = "faster than the bare host beyond their interval"
 		}
 		advice := noiseAdvice[k]
 		if k == "cold start" && warmups > 0 {
