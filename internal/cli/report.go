@@ -106,7 +106,7 @@ func cmdReport(ctx context.Context, st *State, args []string) error {
 	if recOK {
 		warmups = rec.Warmup
 	}
-	opts := report.Options{Baseline: bl, Stats: stats.Options{Seed: chosen.ID}, Warmups: warmups, WorkloadLabel: st.Workloads.Label}
+	opts := report.Options{Baseline: bl, Stats: stats.Options{Seed: chosen.ID}, Warmups: warmups, WorkloadLabel: st.Workloads.Label, IsHost: st.Platforms.IsHost}
 	if *familywise {
 		var k int
 		opts, k = report.Familywise(samples, opts)

@@ -298,7 +298,7 @@ func (st *State) endRun(ctx context.Context, s *store.Store, r *runner.Runner, e
 // not written is a warning).
 func (st *State) runReport(e runEnd, status string, samples []sample.Sample) error {
 	runID := e.runID
-	cells := report.Cells(samples, report.Options{Baseline: e.study.Baseline, Stats: stats.Options{Seed: runID}, Warmups: e.study.Warmup, WorkloadLabel: st.Workloads.Label})
+	cells := report.Cells(samples, report.Options{Baseline: e.study.Baseline, Stats: stats.Options{Seed: runID}, Warmups: e.study.Warmup, WorkloadLabel: st.Workloads.Label, IsHost: st.Platforms.IsHost})
 	report.MarkEmulated(cells, e.fingerprint) // a VM platform under TCG: every output says so
 	hint := fmt.Sprintf("isobench report --db %s --run %d (or run --details)", e.db, runID)
 	if e.details {

@@ -294,7 +294,7 @@ func studyRun(ctx context.Context, st *State, args []string) error {
 	if len(ids) == 0 {
 		return runErr // the run never began (e.g. an image could not be prepared)
 	}
-	cells, err := runCells(context.WithoutCancel(ctx), *db, ids, f.Baseline, f.Warmup, st.Workloads.Label)
+	cells, err := runCells(context.WithoutCancel(ctx), *db, ids, report.Options{Baseline: f.Baseline, Warmups: f.Warmup, WorkloadLabel: st.Workloads.Label, IsHost: st.Platforms.IsHost})
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -481,9 +481,9 @@ func (st *State) availablePlatforms(ctx context.Context, labels []string, stateD
 }
 
 // runCells summarises runs of a store as one (a study run as several,
-// one per image: their platforms differ); label shows their workloads
-// (workload.Registry.Label).
-func runCells(ctx context.Context, db string, ids []int64, baseline string, warmups int, label func(workload, params string) string) ([]report.Cell, error) {
+// one per image: their platforms differ) with the report's options o,
+// seeded by the first run.
+func runCells(ctx context.Context, db string, ids []int64, o report.Options) ([]report.Cell, error) {
 	s, err := store.Open(ctx, db)
 	if err != nil {
 		return nil, err
@@ -497,5 +497,6 @@ func runCells(ctx context.Context, db string, ids []int64, baseline string, warm
 		}
 		samples = append(samples, ss...)
 	}
-	return report.Cells(samples, report.Options{Baseline: baseline, Stats: stats.Options{Seed: ids[0]}, Warmups: warmups, WorkloadLabel: label}), nil
+	o.Stats = stats.Options{Seed: ids[0]}
+	return report.Cells(samples, o), nil
 }

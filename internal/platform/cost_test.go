@@ -32,3 +32,16 @@ func TestCostDefaults(t *testing.T) {
 		t.Errorf("DefaultCost changed: %+v (the study goldens assume 1 s, 4 s, 0)", platform.DefaultCost)
 	}
 }
+
+// TestRegistryIsHost: the factory's IsHost, false for an unknown name and
+// a nil registry.
+func TestRegistryIsHost(t *testing.T) {
+	reg := platform.NewRegistry(platform.Factory{Name: "here", IsHost: true}, platform.Factory{Name: "box"})
+	if !reg.IsHost("here") || reg.IsHost("box") || reg.IsHost("nosuch") {
+		t.Errorf("IsHost: here %v, box %v, nosuch %v; want true, false, false", reg.IsHost("here"), reg.IsHost("box"), reg.IsHost("nosuch"))
+	}
+	var none platform.Registry
+	if none.IsHost("native") {
+		t.Error("nil registry: IsHost true")
+	}
+}

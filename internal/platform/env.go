@@ -112,6 +112,10 @@ func NewRegistry(fs ...Factory) Registry {
 	return r
 }
 
+// IsHost says whether the platform called name (without its options) is
+// this host itself (Factory.IsHost); false for a name r does not have.
+func (r Registry) IsHost(name string) bool { return r[name].IsHost }
+
 // Names lists the registered platforms, sorted.
 func (r Registry) Names() []string {
 	var n []string

@@ -116,6 +116,11 @@ type Options struct {
 	// parameters are shown (workload.Registry.Label: the parameters that
 	// differ from their defaults); without it the full string is.
 	WorkloadLabel func(workload, params string) string
+	// IsHost, when set, says whether a platform (its name, without
+	// options) is the bare host (platform.Registry.IsHost): a cell that
+	// reads better than such a baseline beyond its interval is warned
+	// about. Without it there is no such warning.
+	IsHost func(platform string) bool
 }
 
 // cellAcc gathers one cell's samples while Cells groups them.
@@ -306,7 +311,7 @@ func compareBaseline(cells []*cellAcc, groups map[key]*cellAcc, o Options, bl st
 			if w := baselineCarryOver(b.cell, b.states, *c, g.states); w != "" {
 				c.Warnings = append(c.Warnings, w)
 			}
-			if w := fasterThanHost(b.cell, *c); w != "" {
+			if w := fasterThanHost(b.cell, *c, o.IsHost); w != "" {
 				c.Warnings = append(c.Warnings, w)
 			}
 		}
@@ -368,12 +373,12 @@ func baselineCarryOver(b Cell, bStates []map[string]float64, c Cell, cStates []m
 const FasterKind = "faster than native"
 
 // fasterThanHost is the warning of cell c when it reads better than its
-// baseline b, the bare host (native), beyond c's 95% ratio interval: an
-// isolated instance runs the same work with more in its way, so such a
-// gain comes from something else that differs between the two, which the
-// ratio does not name; "" otherwise.
-func fasterThanHost(b Cell, c Cell) string {
-	if b.Platform != "native" || c.Platform == "native" || !c.RatioValid {
+// baseline b, the bare host (isHost: native), beyond c's 95% ratio
+// interval: an isolated instance runs the same work with more in its way,
+// so such a gain comes from something else that differs between the two,
+// which the ratio does not name; "" otherwise.
+func fasterThanHost(b Cell, c Cell, isHost func(string) bool) string {
+	if isHost == nil || !isHost(b.Platform) || isHost(c.Platform) || !c.RatioValid {
 		return ""
 	}
 	switch {
