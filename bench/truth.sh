@@ -140,11 +140,11 @@ machine_ratio() { python3 bench/spinr/spinr.py "$spinr" "$@"; } # SECONDS [IMAGE
 # the same for a Go program (bench/spinr/spingo): 32 Go runtimes pay 32
 # monitor threads' wakeups (sysmon, about every 10 ms while a goroutine
 # runs) for one's work, which a C program does not; isobench's agent is a
-# Go program, and is held to this reference
+# Go program, and is held to this reference. On docker both programs run
+# in docker containers of the image isobench's instances ran (the
+# platform's own ratio for the same program: each container's cgroup adds
+# to what 32 runtimes cost); elsewhere on the host.
 spingo=""
-# runs. On docker it runs in docker containers of the image isobench's
-# instances ran (the platform's own ratio for the same program: each
-# container's cgroup adds to what 32 runtimes cost); elsewhere on the host.
 CGO_ENABLED=0 go build -o "$work/spingo" ./bench/spinr/spingo 2>/dev/null && spingo=$work/spingo
 machine_ratio_go() { python3 bench/spinr/spinr.py "$spingo" "$@"; } # SECONDS [IMAGE]
 
@@ -245,15 +245,15 @@ with open(out, "a") as f:
         db=$work/conserve-$p-$d.db
         ref=$work/conserve-ref-$p-$d.txt; : > "$ref"
         refgo=$work/conserve-refgo-$p-$d.txt; : > "$refgo"
+        img="" # docker: the image its instances ran, once a run recorded it
         for r in $(seq 1 "$rounds"); do
           order="1 32"; [ $((r % 2)) = 0 ] && order="32 1"
           for n in $order; do
             run "$db" --platform "$p" --workload "cpu:threads=8,duration=$d" --instances "$n" --reps 1
           done
-          # the machine's own conservation in the same round, without
-          # isobench: spinr on the host, 1 and 32 processes from a release
-          img=""
-          [ "$p" = docker ] && img=$(sqlite3 "$db" "SELECT json_extract(tags, '\$.image') FROM samples WHERE json_extract(tags, '\$.image') IS NOT NULL LIMIT 1" 2>/dev/null || true)
+          # the programs' own conservation in the same round, without
+          # isobench: spinr and spingo, 1 and 32 processes from a release
+          [ "$p" = docker ] && [ -z "$img" ] && img=$(sqlite3 "$db" "SELECT json_extract(tags, '\$.image') FROM samples WHERE json_extract(tags, '\$.image') IS NOT NULL LIMIT 1" 2>/dev/null || true)
           [ -n "$spinr" ] && echo "$r $(machine_ratio "${d%s}" $img)" >> "$ref"
           [ -n "$spingo" ] && echo "$r $(machine_ratio_go "${d%s}" $img)" >> "$refgo"
         done
