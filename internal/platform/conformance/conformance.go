@@ -733,10 +733,20 @@ func (s *suite) serveAndFetchAt(t *testing.T, ctx context.Context, inst platform
 	t.Helper()
 	token := "conformance-" + randomHex(8)
 	dir := "/tmp/www-" + s.tag
-	// busybox httpd daemonizes unless -f: the exec returns once it listens;
-	// images without busybox (debian) have python3's server, started in
-	// the background (the fetch below waits for it)
-	mustRun(t, ctx, inst, "sh", "-c", fmt.Sprintf("mkdir -p %[3]s && echo %[1]s > %[3]s/index.html && if command -v httpd >/dev/null; then httpd -p %[2]d -h %[3]s; else cd %[3]s && (python3 -m http.server %[2]d </dev/null >/dev/null 2>&1 &); fi", token, port, dir))
+	// The server runs in the background (busybox httpd in the foreground,
+	// -f, or python3's on images without busybox) with its pid written down,
+	// and is stopped when the test ends: on a platform whose instance is the
+	// host (native, without a cgroup) nothing else would stop a server that
+	// left the exec's process group. The fetch below waits for it to listen.
+	mustRun(t, ctx, inst, "sh", "-c", fmt.Sprintf("mkdir -p %[3]s && echo %[1]s > %[3]s/index.html && cd %[3]s && if command -v httpd >/dev/null; then (httpd -f -p %[2]d -h %[3]s </dev/null >/dev/null 2>&1 & echo $! > %[3]s.pid); else (python3 -m http.server %[2]d </dev/null >/dev/null 2>&1 & echo $! > %[3]s.pid); fi", token, port, dir))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+		defer cancel()
+		// runs before the instance's own cleanup (registered earlier)
+		if err := inst.Exec(ctx, []string{"sh", "-c", fmt.Sprintf("kill $(cat %[1]s.pid) && rm -rf %[1]s %[1]s.pid", dir)}, platform.ExecIO{}); err != nil {
+			t.Errorf("stopping the test's http server in the instance: %v", err)
+		}
+	})
 	var lastErr error
 	for ctx.Err() == nil {
 		body, err := httpGet(ctx, s.opts.Dial, target)
