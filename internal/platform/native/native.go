@@ -82,7 +82,8 @@ func (p *Platform) Facts(ctx context.Context) map[string]string {
 // Close implements platform.Platform.
 func (p *Platform) Close(ctx context.Context) error { return nil }
 
-// Create makes a scratch directory and, with limits, a cgroup.
+// Create makes a scratch directory and, with limits, accounting or
+// Spec.CPUGroup, a cgroup.
 func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instance, error) {
 	if s.Network != "" && s.Network != platform.NetHost {
 		return nil, fmt.Errorf("native: network=%s is %w", s.Network, platform.ErrUnsupported)
@@ -101,7 +102,7 @@ func (p *Platform) Create(ctx context.Context, s platform.Spec) (platform.Instan
 		return nil, fmt.Errorf("native: %w", err)
 	}
 	in := &Instance{p: p, spec: s, dir: dir, done: make(chan struct{}), created: map[string]bool{}}
-	if s.CPUs > 0 || s.Memory > 0 || s.Accounting || p.throttle.Set() {
+	if s.CPUs > 0 || s.Memory > 0 || s.Accounting || s.CPUGroup || p.throttle.Set() {
 		l := cgroup.Limits{CPUs: s.CPUs, Memory: s.Memory, ReadIOPS: p.throttle.ReadIOPS, ReadBPS: p.throttle.ReadBPS}
 		if p.throttle.Set() {
 			d, err := blockdev.Of(dir)
@@ -340,7 +341,10 @@ func (in *Instance) Address(ctx context.Context) (string, error) { return "127.0
 
 // Facts implements platform.Instance.
 func (in *Instance) Facts(ctx context.Context) map[string]string {
-	f := map[string]string{"network": platform.NetHost, "storage": "host-dir", "scratch": in.dir}
+	f := map[string]string{"network": platform.NetHost, "storage": "host-dir", "scratch": in.dir, "cpu_group": "host"}
+	if in.cg != nil {
+		f["cpu_group"] = "own" // a cgroup of its own (limits, accounting or Spec.CPUGroup)
+	}
 	if in.spec.CPUs > 0 {
 		f["cpus"] = strconv.FormatFloat(in.spec.CPUs, 'f', -1, 64)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -195,5 +196,68 @@ func TestReadThrottle(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// TestCPUGroup: Spec.CPUGroup puts an unlimited instance's processes in a
+// cpu cgroup of their own, not the caller's, so that the scheduler weighs
+// them as one group against a client on the host (as a container's); the
+// facts say so, and without it they stay in the caller's group.
+func TestCPUGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	agent := conformance.BuildAgent(t) // it enters the group (agent cgexec)
+	t.Setenv("TMPDIR", t.TempDir())
+	p, err := New(t.Context(), platform.Options{Name: "native"}, platform.Env{AgentBinary: agent, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := "cpu"
+	if cgroup.Version() == 2 {
+		ctl = ""
+	}
+	cpuGroup := func(read func() ([]byte, error)) string {
+		b, err := read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.SplitN(l, ":", 3)
+			if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), ctl) {
+				return f[2]
+			}
+		}
+		t.Fatalf("no %q controller in %q", ctl, b)
+		return ""
+	}
+	ours := cpuGroup(func() ([]byte, error) { return os.ReadFile("/proc/self/cgroup") })
+	for _, grouped := range []bool{true, false} {
+		inst, err := p.Create(t.Context(), platform.Spec{Name: "conf-cpugroup", CPUGroup: grouped})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { inst.Close(context.Background()) }) // on a failure; Close is once
+		theirs := cpuGroup(func() ([]byte, error) {
+			var out strings.Builder
+			err := inst.Exec(t.Context(), []string{"cat", "/proc/self/cgroup"}, platform.ExecIO{Stdout: &out})
+			return []byte(out.String()), err
+		})
+		want := map[bool]string{true: "own", false: "host"}[grouped]
+		if got := inst.Facts(t.Context())["cpu_group"]; got != want {
+			t.Errorf("CPUGroup=%v: fact cpu_group %q, want %q", grouped, got, want)
+		}
+		if grouped && (theirs == ours || !strings.Contains(theirs, "/isobench/")) {
+			t.Errorf("CPUGroup: the instance runs in cpu group %q, want one of its own under isobench (the caller's is %q)", theirs, ours)
+		}
+		if !grouped && theirs != ours {
+			t.Errorf("no CPUGroup: the instance runs in cpu group %q, want the caller's %q", theirs, ours)
+		}
+		if err := inst.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left, _ := leftovers(t.Context()); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

@@ -119,16 +119,17 @@ type wireSpec struct {
 	MainStdout bool              `json:"main_stdout,omitempty"`
 	Phase      bool              `json:"phase,omitempty"`
 	Accounting bool              `json:"accounting,omitempty"`
+	CPUGroup   bool              `json:"cpu_group,omitempty"`
 }
 
 func toWire(s platform.Spec) *wireSpec {
 	return &wireSpec{Name: s.Name, Image: s.Image, CPUs: s.CPUs, Memory: s.Memory, Network: s.Network, Ports: s.Ports,
-		Storage: s.Storage, Extra: s.Extra, Labels: s.Labels, Main: s.Main, MainStdout: s.MainStdout != nil, Phase: s.Phase != nil, Accounting: s.Accounting}
+		Storage: s.Storage, Extra: s.Extra, Labels: s.Labels, Main: s.Main, MainStdout: s.MainStdout != nil, Phase: s.Phase != nil, Accounting: s.Accounting, CPUGroup: s.CPUGroup}
 }
 
 func (w *wireSpec) spec() platform.Spec {
 	return platform.Spec{Name: w.Name, Image: w.Image, CPUs: w.CPUs, Memory: w.Memory, Network: w.Network, Ports: w.Ports,
-		Storage: w.Storage, Extra: w.Extra, Labels: w.Labels, Main: w.Main, Accounting: w.Accounting}
+		Storage: w.Storage, Extra: w.Extra, Labels: w.Labels, Main: w.Main, Accounting: w.Accounting, CPUGroup: w.CPUGroup}
 }
 
 // Error kinds that survive the wire, so errors.Is and errors.As work on

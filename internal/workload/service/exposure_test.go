@@ -20,12 +20,16 @@ import (
 // address of their own and record every argv they run.
 type spyPlatform struct {
 	*fake.Platform
-	addr string
-	mu   sync.Mutex
-	runs [][]string
+	addr  string
+	mu    sync.Mutex
+	runs  [][]string
+	specs []platform.Spec
 }
 
 func (p *spyPlatform) Create(ctx context.Context, s platform.Spec) (platform.Instance, error) {
+	p.mu.Lock()
+	p.specs = append(p.specs, s)
+	p.mu.Unlock()
 	in, err := p.Platform.Create(ctx, s)
 	if err != nil {
 		return nil, err
@@ -94,6 +98,13 @@ func TestHostStartsServerOnInstanceAddressWithSecretOffArgv(t *testing.T) {
 			}
 			if len(sp.runs) == 0 {
 				t.Fatal("nothing ran in the instance")
+			}
+			// the client on the host competes with the server for the
+			// CPU: the server's processes are one group on every platform
+			for _, s := range sp.specs {
+				if !s.CPUGroup {
+					t.Errorf("instance %s created without CPUGroup", s.Name)
+				}
 			}
 			for _, argv := range sp.runs {
 				if a := strings.Join(argv, " "); strings.Contains(a, pw) || strings.Contains(a, "0.0.0.0") {
