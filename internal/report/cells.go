@@ -387,7 +387,7 @@ func fasterThanHost(b Cell, c Cell, isHost func(string) bool) string {
 	default:
 		return ""
 	}
-	return fmt.Sprintf("%s: %s reads better than %s beyond its interval (ratio %.3f [%.3f, %.3f]); isolation adds work to the same task, so look for what else differs before calling it %s's merit: the network path (a client on the host reaches %s over loopback and an instance over a bridge or NAT, on other queues and CPUs), the file system under the scratch directory, or the host's state (see carry-over)",
+	return fmt.Sprintf("%s: %s reads better than %s beyond its interval (ratio %.3f [%.3f, %.3f]); isolation adds work to the same task, so look for what else differs before calling it %s's merit: the network path (a client on the host reaches %s over loopback and an instance over a bridge or NAT, on other queues and CPUs), the file system under the scratch directory, a client on the host that gets another CPU share beside one than beside the other, or the host's state (see carry-over)",
 		FasterKind, c.Label(), b.Label(), c.Ratio, c.RatioCILow, c.RatioCIHigh, c.Label(), b.Label())
 }
 

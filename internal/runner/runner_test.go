@@ -607,12 +607,14 @@ type imagePlatform struct {
 	*fake.Platform
 	mu       sync.Mutex
 	created  []string
+	grouped  []bool // each instance's Spec.CPUGroup
 	prepared []string
 }
 
 func (p *imagePlatform) Create(ctx context.Context, s platform.Spec) (platform.Instance, error) {
 	p.mu.Lock()
 	p.created = append(p.created, s.Image)
+	p.grouped = append(p.grouped, s.CPUGroup)
 	p.mu.Unlock()
 	return p.Platform.Create(ctx, s)
 }
@@ -655,5 +657,36 @@ func TestWorkloadGetsTheImageItNeeds(t *testing.T) {
 	}
 	if len(host.prepared) != 0 {
 		t.Fatalf("the host target prepared %v", host.prepared)
+	}
+}
+
+// A host-driven workload's instances are created with Spec.CPUGroup (its
+// clients on the host compete with them for the CPU, and native would
+// otherwise leave the server's processes ungrouped); an in-guest
+// workload's are not (their grouping is the platform's own, measured).
+func TestHostDrivenInstancesAreGrouped(t *testing.T) {
+	probe := &barrierProbe{}
+	host := workload.Def{Name: "hostdriven", Help: "creates one instance",
+		Host: func(ctx context.Context, _ workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
+			return workload.WithInstances(ctx, env, "hostdriven", func(ctx context.Context, g *workload.Instances) ([]workload.InstanceResult, error) {
+				if _, err := g.Create(ctx, "server"); err != nil {
+					return nil, err
+				}
+				return []workload.InstanceResult{{Metrics: []sample.Metric{{Name: "x", Unit: "s", Better: sample.Lower, Value: 1}}}}, nil
+			})
+		}}
+	reg, a, _ := setup(t, probe.def(), host)
+	p := &imagePlatform{Platform: a}
+	plan := runner.Plan{
+		Targets:   []runner.Target{{Label: "a", Name: "a", Platform: p}},
+		Jobs:      []runner.Job{job(t, reg, "probe", nil), job(t, reg, "hostdriven", nil)},
+		Instances: []int{1},
+		Reps:      1,
+	}
+	if err := (&runner.Runner{Sink: &memSink{}, RunID: 1}).Run(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.grouped, []bool{false, true}) {
+		t.Fatalf("CPUGroup of the instances created (probe, then hostdriven): %v, want [false true]", p.grouped)
 	}
 }

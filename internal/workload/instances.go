@@ -32,10 +32,6 @@ func (g *Instances) Create(ctx context.Context, role string, ports ...int) (plat
 	s := g.env.Base
 	s.Name = g.env.NewName()
 	s.Ports = ports
-	// the workload's other ends (clients on the host, other instances)
-	// compete with this instance for the CPU: group its processes on every
-	// platform alike (platform.Spec.CPUGroup)
-	s.CPUGroup = true
 	in, err := g.env.Platform.Create(ctx, s)
 	if err != nil {
 		return nil, fmt.Errorf("%s: create %s instance: %w", g.who, role, err)

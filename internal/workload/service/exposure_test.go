@@ -81,7 +81,7 @@ func TestHostStartsServerOnInstanceAddressWithSecretOffArgv(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := 0
-			env := workload.HostEnv{Platform: sp, Instances: 1, NewName: func() string { n++; return "i" + strconv.Itoa(n) }}
+			env := workload.HostEnv{Platform: sp, Base: platform.Spec{CPUGroup: true}, Instances: 1, NewName: func() string { n++; return "i" + strconv.Itoa(n) }}
 			_, err = def.Host(t.Context(), p, env)
 			if err == nil || !strings.Contains(err.Error(), "stub server") {
 				t.Fatalf("hostRun: %v, want the stub's failure", err)
@@ -99,8 +99,8 @@ func TestHostStartsServerOnInstanceAddressWithSecretOffArgv(t *testing.T) {
 			if len(sp.runs) == 0 {
 				t.Fatal("nothing ran in the instance")
 			}
-			// the client on the host competes with the server for the
-			// CPU: the server's processes are one group on every platform
+			// the base spec's CPUGroup (set by the runner) reaches the
+			// instances
 			for _, s := range sp.specs {
 				if !s.CPUGroup {
 					t.Errorf("instance %s created without CPUGroup", s.Name)
