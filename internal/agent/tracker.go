@@ -49,10 +49,14 @@ func (t *tracker) origin(now int64, c0 float64) int64 {
 // Track starts keeping c's points; stop turns them into one timeline per
 // rate on the agent's clock.
 func (t *tracker) Track(c *workload.Counter, rates ...workload.Rate) (stop func()) {
-	now, p0 := agentproto.Monotonic(), c.Record()
 	// the Counter's instants on this clock: read back to back
-	mono := func(d time.Duration) int64 { return now + int64(d-p0.At) }
-	origin := now // the work began at the tracking (workload.TrackStarted)
+	now, cnow := agentproto.Monotonic(), c.Now()
+	mono := func(d time.Duration) int64 { return now + int64(d-cnow) }
+	p0 := c.Record()
+	// the work began at the tracking (workload.TrackStarted), or at the
+	// earlier instant the workload gave (TrackStartedAt), which Record
+	// made the first point
+	origin := mono(p0.At)
 	if !c.StartsAtRecord() {
 		origin = t.origin(now, float64(p0.N)) // the release when no work was done yet
 	}

@@ -140,3 +140,27 @@ func TestTimelineFollowsTheCountBetweenSlices(t *testing.T) {
 		t.Errorf("timeline ends at %v, want the last growth at 505ms", time.Duration(end))
 	}
 }
+
+// A Counter tracked with TrackStartedAt begins its timeline at the instant
+// given (an external tool's stamp on its first report), on the agent's
+// clock, and not when it was tracked.
+func TestTrackerBeginsAtTheToolsInstant(t *testing.T) {
+	tr := &tracker{}
+	c := workload.NewCounter()
+	c.Add(7)
+	before := agentproto.Monotonic()
+	stop := workload.TrackStartedAt(workload.WithTracker(context.Background(), tr), c, c.Now()-200*time.Millisecond, workload.Rate{Metric: "x", Scale: 1})
+	c.Add(3)
+	stop()
+	tls := tr.timelines()
+	if len(tls) != 1 || len(tls[0].Clock) < 2 {
+		t.Fatalf("timelines %+v", tls)
+	}
+	tl := tls[0]
+	if o := tl.Clock[0]; o < before-int64(201*time.Millisecond) || o > before-int64(150*time.Millisecond) {
+		t.Errorf("timeline begins %v before tracking, want 200 ms", time.Duration(before-o))
+	}
+	if tl.Count[0] != 7 || tl.Count[len(tl.Count)-1] != 10 {
+		t.Errorf("counts %v, want from 7 to 10", tl.Count)
+	}
+}

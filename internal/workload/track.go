@@ -48,6 +48,9 @@ type Counter struct {
 	// atRecord: the timed work began when tracking began (TrackStarted),
 	// not at the barrier's release
 	atRecord bool
+	// startAt, when set (TrackStartedAt), is the instant on the Counter's
+	// clock at which that work began, earlier than the tracking
+	startAt *time.Duration
 }
 
 // StartsAtRecord reports whether the Counter's work began when it was
@@ -136,12 +139,16 @@ func (c *Counter) Load() int64 {
 	return c.n
 }
 
-// Record starts keeping points from now; it returns the instant (on the
-// Counter's clock) and the count it starts from.
+// Record starts keeping points from now, or from the earlier instant
+// TrackStartedAt gave; it returns the instant (on the Counter's clock) and
+// the count it starts from.
 func (c *Counter) Record() Point {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.now()
+	if c.startAt != nil && *c.startAt < t {
+		t = *c.startAt // the count so far was done by then
+	}
 	c.rec, c.last = true, t
 	c.pts = []Point{{At: t, N: c.n}}
 	return c.pts[0]
@@ -196,6 +203,18 @@ func Track(ctx context.Context, c *Counter, rates ...Rate) (stop func()) {
 func TrackStarted(ctx context.Context, c *Counter, rates ...Rate) (stop func()) {
 	c.mu.Lock()
 	c.atRecord = true
+	c.mu.Unlock()
+	return Track(ctx, c, rates...)
+}
+
+// TrackStartedAt is TrackStarted for work that began at instant at on the
+// Counter's clock (Now), which the caller learns later: an external tool's
+// first report, stamped by the tool and read once the reading process got
+// the CPU. Its timeline begins there, not when it was read. An instant
+// after now is taken as now.
+func TrackStartedAt(ctx context.Context, c *Counter, at time.Duration, rates ...Rate) (stop func()) {
+	c.mu.Lock()
+	c.atRecord, c.startAt = true, &at
 	c.mu.Unlock()
 	return Track(ctx, c, rates...)
 }

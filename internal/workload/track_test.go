@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -110,5 +111,30 @@ func TestCounterAddAt(t *testing.T) {
 		if pts[i] != want[i] {
 			t.Fatalf("points %v, want %v", pts, want)
 		}
+	}
+}
+
+// TrackStartedAt begins the Counter's points at the instant the work
+// began, with the count done by then, not when tracking began; an instant
+// after now is now.
+func TestTrackStartedAt(t *testing.T) {
+	ms := time.Millisecond
+	var now time.Duration
+	c := NewCounterClock(func() time.Duration { return now })
+	now = 500 * ms
+	c.Add(100)                                                                 // a tool's first report, read at 500 ms
+	TrackStartedAt(context.Background(), c, 300*ms)                            // made at 300 ms (no Tracker: only marks it)
+	if p0 := c.Record(); p0 != (Point{300 * ms, 100}) || !c.StartsAtRecord() { // as a Tracker does
+		t.Fatalf("Record %v (starts at record %v), want {300ms 100}, true", p0, c.StartsAtRecord())
+	}
+	c.AddAt(50, 400*ms)
+	want := []Point{{300 * ms, 100}, {400 * ms, 150}}
+	if pts := c.Points(); len(pts) != 2 || pts[0] != want[0] || pts[1] != want[1] {
+		t.Fatalf("points %v, want %v", pts, want)
+	}
+	late := NewCounterClock(func() time.Duration { return now })
+	TrackStartedAt(context.Background(), late, 900*ms)
+	if p0 := late.Record(); p0.At != now {
+		t.Errorf("a start after now: Record at %v, want now (%v)", p0.At, now)
 	}
 }

@@ -133,7 +133,10 @@ type JobResult struct {
 // Report is the decoded fio JSON output.
 type Report struct {
 	Version string
-	Jobs    []JobResult
+	// Time is when fio made the report (its timestamp_ms, the wall clock
+	// of the machine it ran on); zero when the report has none (fio 2).
+	Time time.Time
+	Jobs []JobResult
 }
 
 type rawLat struct {
@@ -164,8 +167,9 @@ type rawJob struct {
 }
 
 type rawReport struct {
-	Version string   `json:"fio version"`
-	Jobs    []rawJob `json:"jobs"`
+	Version     string   `json:"fio version"`
+	TimestampMs int64    `json:"timestamp_ms"`
+	Jobs        []rawJob `json:"jobs"`
 }
 
 // ErrNoJobs is returned when the output holds no fio JSON report with jobs.
@@ -211,6 +215,9 @@ func Decode(r io.Reader) (*Report, error) {
 	}
 	raw := *last
 	rep := &Report{Version: raw.Version}
+	if raw.TimestampMs > 0 {
+		rep.Time = time.UnixMilli(raw.TimestampMs)
+	}
 	for _, j := range raw.Jobs {
 		jr := JobResult{Name: j.Name, Error: j.Error, Sides: map[string]Side{}}
 		for name, s := range map[string]*rawSide{"read": j.Read, "write": j.Write, "trim": j.Trim} {

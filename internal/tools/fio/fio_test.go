@@ -165,9 +165,10 @@ func TestDecodeStatusReports(t *testing.T) {
 		reports         int
 		sides           map[string]float64 // the final report's IOs
 		firstRead, iops float64            // the first report's read IOs; the final read IOPS of job 1
+		stampMs         int64              // the final report's timestamp_ms
 	}{
-		{"fio-3.33-randread-status-interval.json", 3, map[string]float64{"read": 7133 + 7127, "write": 0}, 1770 + 1765, 10175.463623},
-		{"fio-3.33-randrw-status-interval.json", 4, map[string]float64{"read": 4719, "write": 4784}, 917, 0},
+		{"fio-3.33-randread-status-interval.json", 3, map[string]float64{"read": 7133 + 7127, "write": 0}, 1770 + 1765, 10175.463623, 1795810306395},
+		{"fio-3.33-randrw-status-interval.json", 4, map[string]float64{"read": 4719, "write": 4784}, 917, 0, 1795810307186},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", c.file))
@@ -186,6 +187,9 @@ func TestDecodeStatusReports(t *testing.T) {
 					t.Errorf("%s IOs %v, want the final report's %v", side, got, want)
 				}
 			}
+			if got := rep.Time.UnixMilli(); got != c.stampMs {
+				t.Errorf("report made at %d ms, want the final report's timestamp_ms %d", got, c.stampMs)
+			}
 			if c.iops > 0 && rep.Jobs[0].Sides["read"].IOPS != c.iops {
 				t.Errorf("job 1 read IOPS %v, want the final report's %v", rep.Jobs[0].Sides["read"].IOPS, c.iops)
 			}
@@ -202,5 +206,22 @@ func TestDecodeStatusReports(t *testing.T) {
 				t.Error("a final report cut short decoded without error")
 			}
 		})
+	}
+}
+
+// fio 2's JSON has no timestamp_ms: the report's Time is zero, and the
+// agent places its counts when it reads them.
+func TestDecodeNoTimestamp(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "fio-2.1.4-pkb-5groups.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Time.IsZero() {
+		t.Errorf("fio 2 report made at %v, want no time", rep.Time)
 	}
 }

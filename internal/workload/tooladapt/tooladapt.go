@@ -383,9 +383,11 @@ func fioSides(pattern string) []string {
 // sysbench's are (trackedSysbench), not each over its own run, which at
 // 32 instances includes time some ran alone. A side's timeline begins at
 // fio's first report (fio prints nothing when its jobs start, and its own
-// start-up is no part of its run), each report's count is placed when the
-// report is read, and the final report's count completes it when fio
-// exits. It returns the final report's metrics.
+// start-up is no part of its run), each report's count is placed at the
+// instant fio made the report (its timestamp_ms: at 32 instances on 2 CPUs
+// a report is read hundreds of milliseconds later), and the final report's
+// count completes it when fio exits. It returns the final report's
+// metrics.
 func trackedFio(ctx context.Context, ready workload.Barrier, dir, bin string, args, sides []string, bs int64) ([]sample.Metric, error) {
 	if err := barrier(ready); err != nil {
 		return nil, err
@@ -405,13 +407,13 @@ func trackedFio(ctx context.Context, ready workload.Barrier, dir, bin string, ar
 				c := workload.NewCounter()
 				c.Add(n)
 				counters[i], added[i] = c, n
-				stops = append(stops, workload.TrackStarted(ctx, c,
+				stops = append(stops, workload.TrackStartedAt(ctx, c, fioInstant(rep, c),
 					workload.Rate{Metric: side + "_iops", Scale: 1},
 					workload.Rate{Metric: side + "_mib_per_sec", Scale: float64(bs) / (1 << 20)}))
 				continue
 			}
 			if k := n - added[i]; k > 0 {
-				counters[i].Add(k)
+				counters[i].AddAt(k, fioInstant(rep, counters[i]))
 				added[i] = n
 			}
 		}
@@ -442,7 +444,7 @@ func trackedFio(ctx context.Context, ready workload.Barrier, dir, bin string, ar
 	for i, side := range sides {
 		if c := counters[i]; c != nil {
 			if k := int64(math.Round(rep.IOs(side))) - added[i]; k > 0 {
-				c.Add(k)
+				c.AddAt(k, fioInstant(rep, c))
 			}
 		}
 	}
@@ -451,6 +453,22 @@ func trackedFio(ctx context.Context, ready workload.Barrier, dir, bin string, ar
 		return nil, fmt.Errorf("parsing fio output: %w", err)
 	}
 	return ms, nil
+}
+
+// fioInstant is when fio made rep, on c's clock: now less the time since
+// its timestamp by the wall clock (fio's and this process's, on the same
+// machine). A report without one, or a wall clock that stepped (a stamp
+// in the future or more than a minute old), is placed now.
+func fioInstant(rep *fio.Report, c *workload.Counter) time.Duration {
+	now := c.Now()
+	if rep.Time.IsZero() {
+		return now
+	}
+	lag := time.Now().Round(0).Sub(rep.Time) // by the wall clock
+	if lag < 0 || lag > time.Minute {
+		return now
+	}
+	return now - lag
 }
 
 func runIperf3(ctx context.Context, p workload.Params, ready workload.Barrier) ([]sample.Metric, error) {

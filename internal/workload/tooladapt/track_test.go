@@ -160,10 +160,13 @@ echo "20261126145724,127.0.0.1,39428,127.0.0.1,5999,1,0.0-2.0,4500000,18000000"
 
 // TestTrackedFio runs a stand-in for fio that prints the reports of a
 // real fio --status-interval run (two status reports, then the final
-// one) 150 ms apart, and checks the read side's Counter begins at the
-// first report's I/Os, grows to each report's as it arrives and ends at
-// the final report's, tracked for read_iops and read_mib_per_sec (4 KiB
-// an I/O), and that the metrics are the final report's.
+// one) 150 ms apart but stamped (timestamp_ms) 100 ms apart, the first
+// 50 ms before it is printed, as a crowded host delivers the real one's
+// reports late. It checks the read side's Counter begins at the first
+// report's I/Os, grows to each report's and ends at the final report's,
+// each placed at fio's stamp and not when it was read, tracked for
+// read_iops and read_mib_per_sec (4 KiB an I/O), and that the metrics are
+// the final report's.
 func TestTrackedFio(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "tools", "fio", "testdata", "fio-3.33-randread-status-interval.json"))
 	if err != nil {
@@ -171,7 +174,7 @@ func TestTrackedFio(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var script strings.Builder
-	script.WriteString("#!/bin/sh\n")
+	script.WriteString("#!/bin/sh\nt0=$(($(date +%s%3N) - 50))\n")
 	for i, rep := range strings.SplitAfter(string(data), "\n}\n") {
 		if rep == "" {
 			continue
@@ -183,7 +186,7 @@ func TestTrackedFio(t *testing.T) {
 		if i > 0 {
 			script.WriteString("sleep 0.15\n")
 		}
-		script.WriteString("cat " + f + "\n")
+		fmt.Fprintf(&script, "sed \"s/\\\"timestamp_ms\\\" : [0-9]*/\\\"timestamp_ms\\\" : $((t0 + %d))/\" %s\n", 100*i, f)
 	}
 	bin := filepath.Join(dir, "fio")
 	if err := os.WriteFile(bin, []byte(script.String()), 0o755); err != nil {
@@ -200,7 +203,14 @@ func TestTrackedFio(t *testing.T) {
 	}
 	// the two jobs' I/Os summed: at the first report (where tracking
 	// began), the second, and the final report
-	tr.wantSteps(t, []int64{1770 + 1765, 5118 + 5098, 7133 + 7127}, 2)
+	tr.wantSteps(t, []int64{1770 + 1765, 5118 + 5098, 7133 + 7127}, 0)
+	// at fio's stamps: 100 ms apart (whole milliseconds), where the
+	// reports were read 150 ms apart or more
+	for i := 1; i < len(tr.pts); i++ {
+		if gap := tr.pts[i].At - tr.pts[i-1].At; gap < 98*time.Millisecond || gap > 102*time.Millisecond {
+			t.Errorf("point %d placed %v after the one before, want fio's stamps' 100 ms (not when its report was read)", i, gap)
+		}
+	}
 	for _, m := range ms {
 		if m.Name == "read_iops" && math.Abs(m.Value-(10175.463623+10166.904422)) > 1e-6 {
 			t.Errorf("read_iops %v, want the final report's two jobs' sum", m.Value)
