@@ -259,9 +259,10 @@ with open(out, "a") as f:
       # conserve: isobench's own cpu workload (a Go program), held to
       # spingo; conserve-sysbench: sysbench cpu run by isobench (a C
       # program), held to spinr and to 1.00 like it
-      wl=cpu; held=go; name=conserve; durs=${CONSERVE_DURATIONS:-1s 10s}
+      wl=cpu; held=go; name=conserve; durs=${CONSERVE_DURATIONS:-1s 10s}; image=()
       if [ "$c" = conserve-sysbench ]; then
         wl=tool:sysbench-cpu; held=c; name="conserve sysbench"; durs=${CONSERVE_SYSBENCH_DURATIONS:-10s}
+        [ "$p" = native ] || image=(--image tools) # sysbench is in the tools image
       fi
       for d in $durs; do
         db=$work/$c-$p-$d.db
@@ -271,7 +272,7 @@ with open(out, "a") as f:
         for r in $(seq 1 "$rounds"); do
           order="1 32"; [ $((r % 2)) = 0 ] && order="32 1"
           for n in $order; do
-            run "$db" --platform "$p" --workload "$wl:threads=8,duration=$d" --instances "$n" --reps 1
+            run "$db" --platform "$p" --workload "$wl:threads=8,duration=$d" --instances "$n" --reps 1 "${image[@]}"
           done
           # the programs' own conservation in the same round, without
           # isobench: spinr and spingo, 1 and 32 processes from a release
