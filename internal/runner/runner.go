@@ -585,13 +585,14 @@ func (r *Runner) repOn(ctx context.Context, p Plan, t Target, job Job, n, rep in
 	var ar agentRun
 	var err error
 	if job.Def.Host != nil {
-		// a host-driven workload's other ends (clients on the host, other
-		// instances) compete with its instances for the CPU: every
-		// instance's processes are one group, on every platform alike
-		// (platform.Spec.CPUGroup), so that the client's share does not
-		// depend on whether the platform groups them
+		// a workload whose ends talk over the network (Needs.Network: a
+		// server and its clients on the host or in other instances) has
+		// them compete for the CPU: every instance's processes are one
+		// group, on every platform alike (platform.Spec.CPUGroup), so that
+		// the client's share does not depend on whether the platform
+		// groups them. Others (startup, footprint) keep native as it is.
 		base := base
-		base.CPUGroup = true
+		base.CPUGroup = job.Def.Needs.Network
 		env := workload.HostEnv{Platform: t.Platform, Base: base, Instances: n, NewName: r.name,
 			Window: func(w window.Result) { ar.window = &w }}
 		results, err = job.Def.Host(ctx, job.Params, env)

@@ -660,33 +660,37 @@ func TestWorkloadGetsTheImageItNeeds(t *testing.T) {
 	}
 }
 
-// A host-driven workload's instances are created with Spec.CPUGroup (its
-// clients on the host compete with them for the CPU, and native would
-// otherwise leave the server's processes ungrouped); an in-guest
-// workload's are not (their grouping is the platform's own, measured).
+// A host-driven workload whose ends talk over the network (Needs.Network)
+// has its instances created with Spec.CPUGroup (its clients on the host
+// compete with them for the CPU, and native would otherwise leave the
+// server's processes ungrouped); an in-guest workload's are not (their
+// grouping is the platform's own, measured), nor a host-driven one's
+// without network ends (startup: a group would add to native's start).
 func TestHostDrivenInstancesAreGrouped(t *testing.T) {
 	probe := &barrierProbe{}
-	host := workload.Def{Name: "hostdriven", Help: "creates one instance",
-		Host: func(ctx context.Context, _ workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
-			return workload.WithInstances(ctx, env, "hostdriven", func(ctx context.Context, g *workload.Instances) ([]workload.InstanceResult, error) {
-				if _, err := g.Create(ctx, "server"); err != nil {
-					return nil, err
-				}
-				return []workload.InstanceResult{{Metrics: []sample.Metric{{Name: "x", Unit: "s", Better: sample.Lower, Value: 1}}}}, nil
-			})
-		}}
-	reg, a, _ := setup(t, probe.def(), host)
+	hostDef := func(name string, network bool) workload.Def {
+		return workload.Def{Name: name, Help: "creates one instance", Needs: workload.Needs{Network: network},
+			Host: func(ctx context.Context, _ workload.Params, env workload.HostEnv) ([]workload.InstanceResult, error) {
+				return workload.WithInstances(ctx, env, name, func(ctx context.Context, g *workload.Instances) ([]workload.InstanceResult, error) {
+					if _, err := g.Create(ctx, "server"); err != nil {
+						return nil, err
+					}
+					return []workload.InstanceResult{{Metrics: []sample.Metric{{Name: "x", Unit: "s", Better: sample.Lower, Value: 1}}}}, nil
+				})
+			}}
+	}
+	reg, a, _ := setup(t, probe.def(), hostDef("served", true), hostDef("alone", false))
 	p := &imagePlatform{Platform: a}
 	plan := runner.Plan{
 		Targets:   []runner.Target{{Label: "a", Name: "a", Platform: p}},
-		Jobs:      []runner.Job{job(t, reg, "probe", nil), job(t, reg, "hostdriven", nil)},
+		Jobs:      []runner.Job{job(t, reg, "probe", nil), job(t, reg, "served", nil), job(t, reg, "alone", nil)},
 		Instances: []int{1},
 		Reps:      1,
 	}
 	if err := (&runner.Runner{Sink: &memSink{}, RunID: 1}).Run(context.Background(), plan); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(p.grouped, []bool{false, true}) {
-		t.Fatalf("CPUGroup of the instances created (probe, then hostdriven): %v, want [false true]", p.grouped)
+	if !slices.Equal(p.grouped, []bool{false, true, false}) {
+		t.Fatalf("CPUGroup of the instances created (probe, served, alone): %v, want [false true false]", p.grouped)
 	}
 }

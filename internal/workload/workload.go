@@ -165,7 +165,9 @@ type Def struct {
 type Needs struct {
 	// Network: its ends (a server, clients) talk over the network, so an
 	// instance without one (network=none) cannot run it, unless both ends
-	// are on the host (server=host and client=host).
+	// are on the host (server=host and client=host). Its ends run at once
+	// and compete for the CPU, so the runner creates a host-driven
+	// workload's instances with platform.Spec.CPUGroup.
 	Network bool
 	// Servers: it runs servers (nginx, Apache, Redis, MariaDB, sshd,
 	// vsftpd, Samba, Postfix) that only the debian image profile (or the
