@@ -469,6 +469,46 @@ func command(ctx context.Context, argv ...string) error {
 	return nil
 }
 
+// FreeBlock finds n consecutive TCP ports free on addr (an address of this
+// host), below the kernel's ephemeral range: a block picked inside it (as
+// FreePort's port and the ones above it) could be any connection's source
+// port by the time an engine binds it (FTP's passive ports through
+// Docker's published ports once failed with "address already in use"
+// while a Kubernetes cluster's loopback connections ran). Like FreePort's,
+// the ports are free when asked, not reserved.
+func FreeBlock(addr string, n int) (int, error) {
+	low := 32768 // the kernel's default ephemeral range starts here
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				low = v
+			}
+		}
+	}
+	const floor = 20000 // above the usual fixed service ports
+	if n < 1 || low-n <= floor {
+		return 0, fmt.Errorf("no block of %d ports below the ephemeral range (from %d) on %s", n, low, addr)
+	}
+	seed := uint64(time.Now().UnixNano())
+	for range 100 {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		start := floor + int(seed>>33)%(low-n-floor)
+		ok := true
+		for p := start; p < start+n && ok; p++ {
+			l, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(p)))
+			if err != nil {
+				ok = false
+				continue
+			}
+			l.Close()
+		}
+		if ok {
+			return start, nil
+		}
+	}
+	return 0, fmt.Errorf("no block of %d free ports below %d on %s", n, low, addr)
+}
+
 // FreePort asks the kernel for a TCP port free on addr (an address of this
 // host), none of taken: the port is free when asked, not reserved.
 func FreePort(addr string, taken ...int) (int, error) {

@@ -2,9 +2,12 @@ package hostnet
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -153,5 +156,32 @@ func TestStepsRunInTheirOwnProcessGroup(t *testing.T) {
 	// field 5 of /proc/PID/stat is the process group
 	if err := command(context.Background(), "sh", "-c", `[ "$(cut -d' ' -f5 /proc/$$/stat)" = "$$" ]`); err != nil {
 		t.Fatalf("the step is not the leader of its own group: %v", err)
+	}
+}
+
+// FreeBlock's ports are consecutive, free on the address, and below the
+// kernel's ephemeral range (no connection's source port can take one); a
+// block that cannot fit below the range is refused.
+func TestFreeBlock(t *testing.T) {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		fmt.Sscan(string(b), &low)
+	}
+	start, err := FreeBlock("127.0.0.1", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if start < 20000 || start+6 > low {
+		t.Fatalf("block %d-%d, want inside [20000, %d)", start, start+5, low)
+	}
+	for p := start; p < start+6; p++ {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			t.Fatalf("port %d of the block: %v", p, err)
+		}
+		l.Close()
+	}
+	if _, err := FreeBlock("127.0.0.1", low); err == nil {
+		t.Errorf("a block of %d ports below %d accepted", low, low)
 	}
 }

@@ -426,13 +426,12 @@ func (r *run) start(ctx context.Context, clients int, inject string, verify bool
 	}
 	ports := []int{s.port}
 	if r.proto == FTP {
-		// passive data ports: a block of free ones is likely above a free port
+		// passive data ports: a block free on the host, below the
+		// ephemeral range (published at their own numbers with
+		// network=nat, where no connection's source port may take one)
 		s.pasvN = clients + 4
-		if s.pasv, err = service.FreePort(); err != nil {
-			return nil, err
-		}
-		if s.pasv+s.pasvN > 65535 {
-			s.pasv = 65535 - s.pasvN
+		if s.pasv, err = hostnet.FreeBlock("127.0.0.1", s.pasvN); err != nil {
+			return nil, fmt.Errorf("transfer ftp: passive ports: %w", err)
 		}
 		for i := 0; i < s.pasvN; i++ {
 			ports = append(ports, s.pasv+i)
