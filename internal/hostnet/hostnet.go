@@ -24,6 +24,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -36,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/isobench/isobench/internal/hoststate"
 	"github.com/isobench/isobench/internal/runrec"
 )
 
@@ -479,20 +481,16 @@ func command(ctx context.Context, argv ...string) error {
 func FreeBlock(addr string, n int) (int, error) {
 	low := 32768 // the kernel's default ephemeral range starts here
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil {
-				low = v
-			}
+		if lo, _, err := hoststate.ParsePortRange(string(b)); err == nil {
+			low = lo
 		}
 	}
 	const floor = 20000 // above the usual fixed service ports
 	if n < 1 || low-n <= floor {
 		return 0, fmt.Errorf("no block of %d ports below the ephemeral range (from %d) on %s", n, low, addr)
 	}
-	seed := uint64(time.Now().UnixNano())
 	for range 100 {
-		seed = seed*6364136223846793005 + 1442695040888963407
-		start := floor + int(seed>>33)%(low-n-floor)
+		start := floor + rand.IntN(low-n-floor)
 		ok := true
 		for p := start; p < start+n && ok; p++ {
 			l, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(p)))

@@ -74,8 +74,9 @@ type Spec struct {
 	Accounting bool
 	// CPUGroup asks that the instance's processes share the CPU as one
 	// group (a cgroup of their own, without limits), as a container's or a
-	// VM's do. Host-driven workloads set it: their clients run on the host
-	// (or in other instances) and compete with the server for the CPU, and
+	// VM's do. The runner sets it for workloads whose ends talk over the
+	// network (workload.Needs.Network): their clients run on the host (or
+	// in other instances) and compete with the server for the CPU, and
 	// where the server's processes are not grouped (native) each of them
 	// weighs in the scheduler as much as the one client, which then gets
 	// less CPU than beside a container: that measured the load
