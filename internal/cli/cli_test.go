@@ -67,6 +67,8 @@ func TestBadInputIsOneLineExit2AndStartsNothing(t *testing.T) {
 	os.WriteFile(notYAML, []byte("platforms: [native\n"), 0o644)
 	badCap := filepath.Join(dir, "cap.yaml")
 	os.WriteFile(badCap, []byte("platforms: [native]\nworkloads: [cpu]\nplatform_reps: {qemu: 2}\n"), 0o644)
+	badIdle := filepath.Join(dir, "idle.yaml")
+	os.WriteFile(badIdle, []byte("platforms: [native]\nworkloads: [cpu]\ncpu_idle: nap\n"), 0o644)
 	zeroCap := filepath.Join(dir, "zero.yaml")
 	os.WriteFile(zeroCap, []byte("platforms: [native]\nworkloads: [cpu]\nplatform_reps: {native: 0}\n"), 0o644)
 	cases := map[string][]string{
@@ -82,6 +84,8 @@ func TestBadInputIsOneLineExit2AndStartsNothing(t *testing.T) {
 		"malformed yaml":     {"run", notYAML},
 		"cap of no platform": {"run", badCap},
 		"cap of zero":        {"run", zeroCap},
+		"bad cpu idle":       {"run", "--platform", "native", "--workload", "cpu", "--cpu-idle", "halt"},
+		"bad cpu_idle key":   {"run", badIdle},
 		"missing study":      {"run", filepath.Join(dir, "nope.yaml")},
 		"no platform":        {"run", "--workload", "cpu"},
 		"unknown command":    {"frobnicate"},

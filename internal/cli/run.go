@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/isobench/isobench/internal/cpuidle"
 	"github.com/isobench/isobench/internal/hostinfo"
 	"github.com/isobench/isobench/internal/image"
 	"github.com/isobench/isobench/internal/platform"
@@ -85,6 +87,11 @@ func runCmd(ctx context.Context, st *State, args []string, made *int64) error {
 		return err
 	}
 	hostinfo.AddStorage(fingerprint, "state_dir", env.StateDir)
+	release, err := holdCPUIdle(study, plan, targets, fingerprint)
+	if err != nil {
+		return err
+	}
+	defer release()
 	for _, w := range hostinfo.Warnings(fingerprint) {
 		fmt.Fprintln(st.Stderr, "warning:", w)
 	}
@@ -162,6 +169,9 @@ func (st *State) plan(study *Study) (runner.Plan, []target, error) {
 	}
 	if study.Warmup < 0 {
 		return runner.Plan{}, nil, usage("--warmup must be ≥ 0")
+	}
+	if _, err := cpuidle.ParseMode(study.CPUIdle); err != nil {
+		return runner.Plan{}, nil, usage("--cpu-idle: %v", err)
 	}
 	if study.Target != 0 && !validTarget(study.Target) { // NaN, negative, ≥ 100
 		return runner.Plan{}, nil, usage("target %v: want a percentage above 0 and below 100, e.g. 2", study.Target)
@@ -403,4 +413,45 @@ func withTools(st *State, s *Study, mode string) error {
 		fmt.Fprintf(st.Stderr, "tools: %s\n", n)
 	}
 	return nil
+}
+
+// holdCPUIdle records in fingerprint how this host's idle CPUs wait
+// (cpuidle_driver, cpuidle_states, cpuidle_halts, cpu_idle) and which
+// platforms limit their instances' CPU below the host's (cpu_limited,
+// for hostinfo.Warnings), and, for --cpu-idle poll, holds the CPUs
+// polling until release is called. Only this host's: remote hosts' CPUs
+// idle as they do.
+func holdCPUIdle(study Study, plan runner.Plan, targets []target, fingerprint map[string]string) (release func(), err error) {
+	info := cpuidle.Read(cpuidle.SysfsPath)
+	if info.Driver != "" {
+		fingerprint["cpuidle_driver"] = info.Driver
+	}
+	if len(info.States) > 0 {
+		fingerprint["cpuidle_states"] = strings.Join(info.States, ",")
+	}
+	fingerprint["cpuidle_halts"] = map[bool]string{true: "yes", false: "no"}[info.Halts]
+	var limited []string
+	for i, t := range targets {
+		if c := t.opts.Base.CPUs; (c > 0 && c < float64(runtime.NumCPU())) || t.opts.Extra["quota"] != "" {
+			limited = append(limited, plan.Targets[i].Label)
+		}
+	}
+	if len(limited) > 0 {
+		fingerprint["cpu_limited"] = strings.Join(limited, ",")
+	}
+	mode, _ := cpuidle.ParseMode(study.CPUIdle) // checked by plan
+	fingerprint["cpu_idle"] = mode
+	if mode != cpuidle.Poll {
+		return func() {}, nil
+	}
+	h, err := cpuidle.Hold(cpuidle.QoSPath)
+	if err == nil {
+		if err = cpuidle.Check(cpuidle.QoSPath); err != nil {
+			h.Release()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-idle poll: %w (it needs root; or run with --cpu-idle host)", err)
+	}
+	return func() { h.Release() }, nil
 }

@@ -35,7 +35,7 @@ type runFlags struct {
 	quiet, failFast, details    *bool
 	resume                      *int64
 	trustHosts, dry             *bool
-	tools, htmlOut              *string
+	tools, htmlOut, cpuIdle     *string
 }
 
 // newRunFlags defines the flags of 'isobench run'.
@@ -48,6 +48,7 @@ func newRunFlags(st *State) (*flag.FlagSet, *runFlags) {
 	fs.Var(&f.workloads, "workload", "`W[:PARAMS]`: a workload to run (repeatable)")
 	fs.Var(&f.hosts, "host", "`ssh://USER@ADDR[:PORT]|local`: run every platform on this host (repeatable; key from ssh-agent, host key from ~/.ssh/known_hosts)")
 	f.duet = fs.Bool("duet", false, "run the two platforms at the same time, each on its own half of the CPUs, swapped every repetition, so a noisy neighbour hits both alike (duet benchmarking); ratios are paired per repetition")
+	f.cpuIdle = fs.String("cpu-idle", "host", "`host|poll`: poll holds every CPU of this host polling while the run lasts (the kernel's /dev/cpu_dma_latency at 0; needs root, costs power), so an idle CPU never halts: on a VM a halted vCPU comes back slower, which a CPU-limited instance pays in every period it is throttled")
 	f.spread = fs.Bool("spread", false, "with --host: run each cell (a workload at one instance count, all its platforms) on one of the hosts, to finish sooner, instead of the whole matrix on every host")
 	f.instances = fs.String("instances", "1", "`N,N,...`: instance counts, e.g. 1,2,4")
 	f.reps = fs.String("reps", "5", "`N|auto`: measured repetitions per cell and platform (fewer than 5 give no verdict)")
@@ -111,6 +112,9 @@ func (f *runFlags) override(st *State, fs *flag.FlagSet, study *Study, resuming 
 	}
 	if set["duet"] {
 		study.Duet = *f.duet
+	}
+	if set["cpu-idle"] {
+		study.CPUIdle = *f.cpuIdle
 	}
 	if fromFile := fs.NArg() == 1 || resuming; fromFile && !*f.trustHosts {
 		if named := namedRemotes(*study, len(f.hosts) > 0, len(f.platforms) > 0); len(named) > 0 {

@@ -48,6 +48,10 @@ type Study struct {
 	// Duet runs the two platforms at the same time on disjoint CPUs,
 	// swapped every repetition (runner.Plan.Duet).
 	Duet bool `yaml:"duet" json:"duet,omitempty"`
+	// CPUIdle is how this host's idle CPUs wait while the run lasts:
+	// "host" (as they are, the default) or "poll" (held awake,
+	// cpuidle.Poll).
+	CPUIdle string `yaml:"cpu_idle" json:"cpu_idle,omitempty"`
 	// About is a built-in study's metadata (the paper, its platforms and
 	// findings; see 'isobench study show'); it does not change the run.
 	About *study.Meta `yaml:"study,omitempty" json:"study,omitempty"`
@@ -55,7 +59,7 @@ type Study struct {
 
 // studyKeys names every key a study file may have, as the Study struct
 // declares them (a test keeps the two the same).
-const studyKeys = `keys: platforms, workloads, instances, reps (a number or "auto"), reps_cap, platform_reps, target, warmup, baseline, image, hosts, spread, duet, study (a built-in study's metadata)`
+const studyKeys = `keys: platforms, workloads, instances, reps (a number or "auto"), reps_cap, platform_reps, target, warmup, baseline, image, hosts, spread, duet, cpu_idle (host or poll), study (a built-in study's metadata)`
 
 // studyKeyKinds is what each key of a study file holds, read from the
 // Study struct's yaml tags.

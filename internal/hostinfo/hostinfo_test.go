@@ -1,6 +1,7 @@
 package hostinfo
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -67,6 +68,19 @@ func TestWarnings(t *testing.T) {
 	}
 	if !slices.Equal(Warnings(bad), w) {
 		t.Error("Warnings is not deterministic")
+	}
+	// CPU-limited platforms on a host whose idle CPUs halt: a warning,
+	// unless the run holds them polling or they cannot halt
+	limited := map[string]string{"cores": "2", "cpu_limited": "qemu:quota=0.25", "cpuidle_halts": "yes", "cpuidle_driver": "haltpoll", "cpu_idle": "host"}
+	if w := Warnings(limited); len(w) != 1 || !strings.Contains(w[0], "cpuidle haltpoll") || !strings.Contains(w[0], "qemu:quota=0.25") || !strings.Contains(w[0], "--cpu-idle poll") {
+		t.Errorf("limited platforms, halting CPUs: %q", w)
+	}
+	for k, v := range map[string]string{"cpu_idle": "poll", "cpuidle_halts": "no", "cpu_limited": ""} {
+		m := maps.Clone(limited)
+		m[k] = v
+		if w := Warnings(m); len(w) != 0 {
+			t.Errorf("%s=%s warned: %q", k, v, w)
+		}
 	}
 	if selected("madvise") != "madvise" || selected("a [b] c") != "b" {
 		t.Error("selected")

@@ -1,6 +1,7 @@
 package hostinfo
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -128,6 +129,9 @@ func Warnings(f map[string]string) []string {
 		case "tmpfs", "ramfs":
 			w = append(w, fmt.Sprintf("%s is %s: disk workloads there measure memory, not storage", strings.TrimSuffix(k, "_fs"), t))
 		}
+	}
+	if lim := f["cpu_limited"]; lim != "" && f["cpuidle_halts"] == "yes" && f["cpu_idle"] != "poll" {
+		w = append(w, fmt.Sprintf("this host's idle CPUs halt (cpuidle %s) and %s limit CPU, leaving CPUs idle while throttled: a CPU back from a halt runs slower for a while (on a VM most), so a limited instance can read below its limit; --cpu-idle poll holds the CPUs awake for the run", cmp.Or(f["cpuidle_driver"], "default idle"), lim))
 	}
 	var accel []string
 	for k, v := range f {
