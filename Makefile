@@ -80,6 +80,9 @@ test: deps-test build cross vet
 	# the network fidelity script in its smoke mode (one 1 s round): it
 	# must still measure every pair it compares, or it has rotted
 	SMOKE=1 bench/fidelity-net.sh
+	# the truth suite in its smoke mode (native, 3 repetitions, one round):
+	# every control must still read a number, or it has rotted
+	SMOKE=1 bench/truth.sh
 
 # Build (cached; scripts/build-k8s.sh installs the Debian packages it and the
 # cluster need) and start the single-node cluster, then run the k8s
