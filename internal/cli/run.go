@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"runtime"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -417,8 +417,8 @@ func withTools(st *State, s *Study, mode string) error {
 
 // holdCPUIdle records in fingerprint how this host's idle CPUs wait
 // (cpuidle_driver, cpuidle_states, cpuidle_halts, cpu_idle) and which
-// platforms limit their instances' CPU below the host's (cpu_limited,
-// for hostinfo.Warnings), and, for --cpu-idle poll, holds the CPUs
+// platforms give their instances a fraction of a CPU (cpu_limited, for
+// hostinfo.Warnings), and, for --cpu-idle poll, holds the CPUs
 // polling until release is called. Only this host's: remote hosts' CPUs
 // idle as they do.
 func holdCPUIdle(study Study, plan runner.Plan, targets []target, fingerprint map[string]string) (release func(), err error) {
@@ -430,9 +430,11 @@ func holdCPUIdle(study Study, plan runner.Plan, targets []target, fingerprint ma
 		fingerprint["cpuidle_states"] = strings.Join(info.States, ",")
 	}
 	fingerprint["cpuidle_halts"] = map[bool]string{true: "yes", false: "no"}[info.Halts]
+	// a fraction of a CPU (cpus=0.5, or a VM's per-vCPU quota=) throttles
+	// even one thread; whole CPUs only a workload with more threads
 	var limited []string
 	for i, t := range targets {
-		if c := t.opts.Base.CPUs; (c > 0 && c < float64(runtime.NumCPU())) || t.opts.Extra["quota"] != "" {
+		if c := t.opts.Base.CPUs; (c > 0 && c != math.Trunc(c)) || t.opts.Extra["quota"] != "" {
 			limited = append(limited, plan.Targets[i].Label)
 		}
 	}
