@@ -125,6 +125,13 @@ if [ "$smoke" = 1 ]; then
 fi
 aareps=${AA_REPS:-10}
 
+# make test's smoke run installs what it lacks, as fidelity-net.sh does
+if [ "$smoke" = 1 ]; then
+  need=()
+  for t in python3 sqlite3; do command -v "$t" >/dev/null || need+=("$t"); done
+  command -v tc >/dev/null || need+=(iproute2)
+  if ((${#need[@]})); then apt-get install -y "${need[@]}" >/dev/null; fi
+fi
 for t in python3 sqlite3 tc; do command -v "$t" >/dev/null || { echo "truth.sh: $t is missing" >&2; exit 1; }; done
 make -s build
 bin=bin/isobench
