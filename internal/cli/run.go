@@ -415,21 +415,12 @@ func withTools(st *State, s *Study, mode string) error {
 	return nil
 }
 
-// holdCPUIdle records in fingerprint how this host's idle CPUs wait
-// (cpuidle_driver, cpuidle_states, cpuidle_halts, cpu_idle) and which
-// platforms give their instances a fraction of a CPU (cpu_limited, for
-// hostinfo.Warnings), and, for --cpu-idle poll, holds the CPUs
-// polling until release is called. Only this host's: remote hosts' CPUs
-// idle as they do.
+// holdCPUIdle records in fingerprint the run's idle mode (cpu_idle) and
+// which platforms give their instances a fraction of a CPU (cpu_limited;
+// with the fingerprint's cpuidle_halts, for hostinfo.Warnings), and, for
+// --cpu-idle poll, holds the CPUs polling until release is called. Only
+// this host's: remote hosts' CPUs idle as they do.
 func holdCPUIdle(study Study, plan runner.Plan, targets []target, fingerprint map[string]string) (release func(), err error) {
-	info := cpuidle.Read(cpuidle.SysfsPath)
-	if info.Driver != "" {
-		fingerprint["cpuidle_driver"] = info.Driver
-	}
-	if len(info.States) > 0 {
-		fingerprint["cpuidle_states"] = strings.Join(info.States, ",")
-	}
-	fingerprint["cpuidle_halts"] = map[bool]string{true: "yes", false: "no"}[info.Halts]
 	// a fraction of a CPU (cpus=0.5, or a VM's per-vCPU quota=) throttles
 	// even one thread; whole CPUs only a workload with more threads
 	var limited []string

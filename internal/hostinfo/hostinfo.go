@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/isobench/isobench/internal/cgroup"
+	"github.com/isobench/isobench/internal/cpuidle"
 )
 
 // Version is set at link time (-X); "dev" otherwise.
@@ -62,8 +63,10 @@ func read(path string) string {
 }
 
 // Fingerprint describes this host now. Besides the keys above it records
-// "swap" (on/off, from /proc/swaps), "cwd" and "cwd_fs" (the file system
-// of the working directory); AddStorage adds the state directory's.
+// how its idle CPUs wait ("cpuidle_driver", "cpuidle_states",
+// "cpuidle_halts": yes/no), "swap" (on/off, from /proc/swaps), "cwd" and
+// "cwd_fs" (the file system of the working directory); AddStorage adds
+// the state directory's.
 func Fingerprint() map[string]string {
 	f := map[string]string{
 		"isobench_version": Version,
@@ -109,6 +112,11 @@ func Fingerprint() map[string]string {
 	set("smt", read("/sys/devices/system/cpu/smt/control"))
 	set("thp", read("/sys/kernel/mm/transparent_hugepage/enabled"))
 	set("loadavg", read("/proc/loadavg"))
+	// how idle CPUs wait: a CPU back from a halt runs slower for a while
+	idle := cpuidle.Read(cpuidle.SysfsPath)
+	set("cpuidle_driver", idle.Driver)
+	set("cpuidle_states", strings.Join(idle.States, ","))
+	f["cpuidle_halts"] = map[bool]string{true: "yes", false: "no"}[idle.Halts]
 	if entries, err := os.ReadDir("/sys/devices/system/cpu/vulnerabilities"); err == nil {
 		vulnerable := 0
 		for _, e := range entries {
