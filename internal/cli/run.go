@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -425,7 +424,7 @@ func holdCPUIdle(study Study, plan runner.Plan, targets []target, fingerprint ma
 	// even one thread; whole CPUs only a workload with more threads
 	var limited []string
 	for i, t := range targets {
-		if c := t.opts.Base.CPUs; (c > 0 && c != math.Trunc(c)) || t.opts.Extra["quota"] != "" {
+		if t.factory.FractionalCPU(t.opts) {
 			limited = append(limited, plan.Targets[i].Label)
 		}
 	}

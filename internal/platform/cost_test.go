@@ -45,3 +45,29 @@ func TestRegistryIsHost(t *testing.T) {
 		t.Error("nil registry: IsHost true")
 	}
 }
+
+func TestFractionalCPU(t *testing.T) {
+	plain := platform.Factory{Name: "box"}
+	vm := platform.Factory{Name: "vm", Extra: []string{"quota"}, PartCPU: func(o platform.Options) bool { return o.Extra["quota"] != "" }}
+	for _, c := range []struct {
+		f    platform.Factory
+		opts string
+		want bool
+	}{
+		{plain, "box", false},
+		{plain, "box:cpus=0.5", true},
+		{plain, "box:cpus=1.5", true},
+		{plain, "box:cpus=2", false},
+		// the factory's own answer replaces cpus='s
+		{vm, "vm:cpus=0.5", false},
+		{vm, "vm:quota=0.25", true},
+	} {
+		o, err := platform.ParseOptions(c.opts, c.f.Extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.f.FractionalCPU(o); got != c.want {
+			t.Errorf("%s: FractionalCPU %v, want %v", c.opts, got, c.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -54,6 +55,21 @@ type Factory struct {
 	// --image gives the platform that image; a run whose --image differs
 	// is refused before anything starts.
 	Image func(o Options) string
+	// PartCPU, when set, says whether instances made with options o get
+	// a fraction of a CPU, so that even one busy thread is throttled and
+	// its CPU idles for part of every period (a VM's per-vCPU quota=);
+	// unset: a fractional cpus= (FractionalCPU).
+	PartCPU func(o Options) bool
+}
+
+// FractionalCPU says whether f's instances with options o get a fraction
+// of a CPU: f.PartCPU's answer, or else whether cpus= is not a whole
+// number (cpus=0.5; cpus=2 throttles only a workload with more threads).
+func (f Factory) FractionalCPU(o Options) bool {
+	if f.PartCPU != nil {
+		return f.PartCPU(o)
+	}
+	return o.Base.CPUs > 0 && o.Base.CPUs != math.Trunc(o.Base.CPUs)
 }
 
 // Cost is a platform's rough time costs, for estimates only (nothing is

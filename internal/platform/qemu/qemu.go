@@ -75,6 +75,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,6 +105,11 @@ var Factory = platform.Factory{
 	Cost: platform.Cost{Instance: 6 * time.Second},
 	// run directories with owner records, what they name, orphans
 	Sweep: Sweep,
+	// quota= gives each vCPU that share of a host CPU; cpus= counts vCPUs
+	PartCPU: func(o platform.Options) bool {
+		q, err := strconv.ParseFloat(o.Extra["quota"], 64)
+		return err == nil && q > 0 && q != math.Trunc(q)
+	},
 }
 
 // Binary is the QEMU system emulator isobench runs.

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/isobench/isobench/internal/platform"
 )
 
 // TestCheckStatic: a dynamically linked agent is refused with one clear
@@ -23,5 +25,17 @@ func TestCheckStatic(t *testing.T) {
 	}
 	if err := checkStatic(testAgent(t)); err != nil {
 		t.Errorf("the static test agent: %v", err)
+	}
+}
+
+func TestPartCPU(t *testing.T) {
+	for opts, want := range map[string]bool{"qemu": false, "qemu:cpus=2": false, "qemu:quota=0.25": true, "qemu:cpus=2,quota=0.5": true, "qemu:quota=1": false, "qemu:quota=1.5": true} {
+		o, err := platform.ParseOptions(opts, Factory.Extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Factory.FractionalCPU(o); got != want {
+			t.Errorf("%s: FractionalCPU %v, want %v", opts, got, want)
+		}
 	}
 }
