@@ -89,6 +89,12 @@ func runTool(ctx context.Context, dir, bin string, args ...string) ([]byte, erro
 // runToolLines is runTool that also hands each line of the tool's standard
 // output to each (when not nil) as the line arrives.
 func runToolLines(ctx context.Context, dir, bin string, each func(string), args ...string) ([]byte, error) {
+	return runToolOn(ctx, -1, dir, bin, each, args...)
+}
+
+// runToolOn is runToolLines with the tool bound to cpu (startOn; cpu < 0:
+// not bound).
+func runToolOn(ctx context.Context, cpu int, dir, bin string, each func(string), args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
@@ -96,7 +102,11 @@ func runToolLines(ctx context.Context, dir, bin string, each func(string), args 
 	cmd.Stdout = stdout
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
+	err := startOn(cmd, cpu)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

@@ -149,6 +149,7 @@ func Defs() []workload.Def {
 				{Name: "reverse", Kind: workload.Bool, Default: "false", Help: "server sends (-R)"},
 				{Name: "udp", Kind: workload.Bool, Default: "false", Help: "UDP instead of TCP"},
 				{Name: "bitrate", Kind: workload.Int, Default: "0", Min: 0, Help: "target bits/s (-b); 0: iperf3's default"},
+				clientCPUParam,
 				durationParam("10s"),
 			},
 			Check:    checkServer,
@@ -165,6 +166,7 @@ func Defs() []workload.Def {
 				{Name: "port", Kind: workload.Int, Default: "11111", Min: 1, Max: 65535, Help: "server port"},
 				{Name: "tcp", Kind: workload.Bool, Default: "true", Help: "TCP (false: UDP)"},
 				{Name: "msg-size", Kind: workload.Int, Default: "64", Min: 12, Max: 65000, Help: "message size in bytes"},
+				clientCPUParam,
 				durationParam("10s"),
 			},
 			Check:    checkServer,
@@ -174,6 +176,11 @@ func Defs() []workload.Def {
 		},
 	}
 }
+
+// clientCPUParam binds a network tool's client to one CPU, as the
+// network workloads' client-cpu does (and taskset -c would): compared
+// with tcp-stream or tcp-rr, both clients sit on the same CPU.
+var clientCPUParam = workload.Param{Name: "client-cpu", Kind: workload.Int, Default: "-1", Min: -1, Max: 4095, Help: "bind the client to this CPU of the instance (taskset -c, as tcp-stream's and tcp-rr's client-cpu); -1: the scheduler decides"}
 
 func checkFio(p workload.Params) error {
 	e := p.Str("ioengine")
@@ -491,7 +498,7 @@ func runIperf3(ctx context.Context, p workload.Params, ready workload.Barrier) (
 	}
 	// iperf3 -J reports failures inside the JSON (with exit status 0 or 1),
 	// so its own message is preferred to the bare exit status.
-	out, runErr := runTool(ctx, dir, bin, args...)
+	out, runErr := runToolOn(ctx, p.Int("client-cpu"), dir, bin, nil, args...)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -524,7 +531,10 @@ func runSockperf(ctx context.Context, p workload.Params, ready workload.Barrier)
 	}
 	defer stop()
 	args := sockperf.PingPong{Server: host, Port: port, TCP: tcp, Duration: p.Duration("duration"), MsgSize: p.Int("msg-size")}.Args()
-	out, err := timedRun(ctx, ready, dir, bin, args)
+	if err := barrier(ready); err != nil {
+		return nil, err
+	}
+	out, err := runToolOn(ctx, p.Int("client-cpu"), dir, bin, nil, args...)
 	if err != nil {
 		return nil, err
 	}
