@@ -238,10 +238,17 @@ func (p *Platform) create(ctx context.Context, s platform.Spec, o createOpts) (_
 	if s.Phase != nil {
 		s.Phase("created", time.Now())
 	}
+	// a guest whose kernel stalls during boot is given up on when it says
+	// so, not when the boot's timeout runs out
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	stalled := watchConsole(wctx, filepath.Join(in.runDir, "console.log"), time.Second)
 	if in.conn, err = in.connect(ctx); err != nil {
 		return in, err
 	}
 	select {
+	case line := <-stalled:
+		return in, fmt.Errorf("qemu: the guest kernel stalled during boot (%q): a TCG guest on a busy host can; run fewer instances at once, or run again%s", line, in.diagnostics())
 	case h := <-in.conn.hello:
 		in.hello = h
 	case <-in.conn.dead:
