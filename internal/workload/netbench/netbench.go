@@ -96,14 +96,14 @@ func tcpDef(name, mode, help string, params ...workload.Param) workload.Def {
 
 // TCPStream is bulk TCP throughput.
 var TCPStream = tcpDef("tcp-stream", ModeStream,
-	"bulk TCP throughput between a server and N clients (iperf3-like: the bytes that arrived, counted by the receiving end, over the client's run, at the kernel's default socket buffers), Gbit/s; placement server=instance|host, client=host|instance; both ends call read and write directly, off Go's netpoller; pinned apart (client-cpu, server-cpu) it read 1.22 (loopback) and 1.39 (Docker bridge) of iperf3, whose single select(2) loop costs more per byte (docs/fidelity.md)",
+	"bulk TCP throughput between a server and N clients (iperf3-like: the bytes that arrived, counted by the receiving end, over the client's run, at the kernel's default socket buffers), Gbit/s; placement server=instance|host, client=host|instance; both ends call read and write directly, off Go's netpoller; against iperf3 pinned alike (bench/fidelity-net.sh, 8 rounds, 2026-12-02): on loopback and the Docker bridge within the host's run-to-run spread (per-round ratios 0.5-1.3), from a runc container to the host 1.24 [1.16, 1.41], from a QEMU/TCG guest 0.64 [0.51, 0.75] (the emulated guest spends more CPU per byte on this Go client than on iperf3; docs/fidelity.md)",
 	workload.Param{Name: "msg-size", Kind: workload.Size, Default: "128k", Min: 1, Max: maxMsg, Help: "bytes per write"},
 	workload.Param{Name: "direction", Kind: workload.Enum, Enum: []string{"upload", "download"}, Default: "upload", Help: "upload: clients send; download: the server sends"},
 )
 
 // TCPRR is TCP request/response latency and rate.
 var TCPRR = tcpDef("tcp-rr", ModeRR,
-	"TCP request/response, one outstanding per stream (netperf TCP_RR): transactions/s and latency p50/p99/avg (us)",
+	"TCP request/response, one outstanding per stream (netperf TCP_RR): transactions/s and latency p50/p99/avg (us); against sockperf ping-pong pinned alike (bench/fidelity-net.sh, 8 rounds, 2026-12-02) its rate read 1.02 [0.99, 1.06] on loopback, 0.84 [0.74, 0.93] across the Docker bridge, 0.91 [0.83, 1.06] from a runc container to the host and 0.64 [0.52, 0.67] from a QEMU/TCG guest (docs/fidelity.md)",
 	sizeParams()...)
 
 // TCPCRR is TCP connect/request/response/close rate.
