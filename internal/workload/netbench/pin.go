@@ -1,5 +1,11 @@
 package netbench
 
+import (
+	"fmt"
+
+	"github.com/isobench/isobench/internal/pin"
+)
+
 // CPU pinning, like netperf's -T or taskset around sockperf.
 //
 // Where the two ends of a request/response run decides its latency more
@@ -14,4 +20,12 @@ package netbench
 // recorded in every sample's tags.
 
 // noCPU means "leave the thread where the scheduler puts it".
-const noCPU = -1
+const noCPU = pin.None
+
+// pinThread binds the calling goroutine's thread to cpu (pin.Thread).
+func pinThread(cpu int) error {
+	if err := pin.Thread(cpu); err != nil {
+		return fmt.Errorf("netbench: %w", err)
+	}
+	return nil
+}

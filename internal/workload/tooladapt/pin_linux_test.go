@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/isobench/isobench/internal/pin"
 )
 
 // TestRunToolOn: a tool started bound to a CPU runs on that CPU alone
@@ -44,7 +46,7 @@ func TestRunToolOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := allowed(out), cpuSetList(mine); got != want {
+	if got, want := allowed(out), pin.List(mine); got != want {
 		t.Errorf("unbound: the tool may run on %q, want the test's %q", got, want)
 	}
 	// many goroutines later, none of this test's threads is bound to one CPU
@@ -61,25 +63,4 @@ func TestRunToolOn(t *testing.T) {
 	if _, err := runToolOn(ctx, 4095, t.TempDir(), "/bin/cat", nil, "/proc/self/status"); err == nil || !strings.Contains(err.Error(), "cpu 4095") {
 		t.Errorf("cpu 4095: err %v, want a pinning error naming the cpu", err)
 	}
-}
-
-// cpuSetList renders s as the kernel's list format ("0-1", "0,2").
-func cpuSetList(s unix.CPUSet) string {
-	var parts []string
-	for i := 0; i < len(s)*64; i++ {
-		if !s.IsSet(i) {
-			continue
-		}
-		j := i
-		for j+1 < len(s)*64 && s.IsSet(j+1) {
-			j++
-		}
-		if j > i {
-			parts = append(parts, strconv.Itoa(i)+"-"+strconv.Itoa(j))
-		} else {
-			parts = append(parts, strconv.Itoa(i))
-		}
-		i = j
-	}
-	return strings.Join(parts, ",")
 }
