@@ -107,7 +107,7 @@ var Factory = platform.Factory{
 	Sweep: Sweep,
 	// quota= gives each vCPU that share of a host CPU; cpus= counts vCPUs
 	PartCPU: func(o platform.Options) bool {
-		q, err := strconv.ParseFloat(o.Extra["quota"], 64)
+		q, err := parseQuota(o)
 		return err == nil && q > 0 && q != math.Trunc(q)
 	},
 }
@@ -167,8 +167,21 @@ func New(ctx context.Context, o platform.Options, env platform.Env) (platform.Pl
 	return NewPlatform(o, env)
 }
 
+// parseQuota reads option quota= (host CPUs per vCPU); 0 when not given.
+func parseQuota(o platform.Options) (float64, error) {
+	v := o.Extra["quota"]
+	if v == "" {
+		return 0, nil
+	}
+	q, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(q >= 0.01) || q > 1024 {
+		return 0, fmt.Errorf("qemu: quota=%q must be a number of host CPUs, at least 0.01 (e.g. quota=0.5)", v)
+	}
+	return q, nil
+}
+
 // NewPlatform is New with the concrete type, for platforms built on this one.
-func NewPlatform(o platform.Options, env platform.Env) (*Platform, error) {
+func NewPlatform(o platform.Options, env platform.Env) (_ *Platform, err error) {
 	p := &Platform{env: env, base: o.Base, accelOpt: AccelAuto, disk: DefaultDisk}
 	if v := o.Extra["accel"]; v != "" {
 		switch v {
@@ -187,12 +200,8 @@ func NewPlatform(o platform.Options, env platform.Env) (*Platform, error) {
 		}
 		p.disk = n
 	}
-	if v := o.Extra["quota"]; v != "" {
-		q, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(q >= 0.01) || q > 1024 {
-			return nil, fmt.Errorf("qemu: quota=%q must be a number of host CPUs, at least 0.01 (e.g. quota=0.5)", v)
-		}
-		p.quota = q
+	if p.quota, err = parseQuota(o); err != nil {
+		return nil, err
 	}
 	if err := checkSpec(o.Base); err != nil {
 		return nil, err
