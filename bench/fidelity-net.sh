@@ -17,7 +17,10 @@
 #     (the real tools, tools image) run in an instance of the same platform
 #     against iperf3/sockperf servers the script starts on the host's
 #     bridge address, both clients bound with client-cpu, both servers
-#     with server-cpu/taskset;
+#     with server-cpu/taskset; the two streams each in a run of their
+#     own, with the TCP bytes that reached the host's address counted
+#     during it (an iptables rule without a target), so each tool's Gbit/s is also checked against the
+#     link's own count ("vs link bytes");
 #   - startup on docker vs hyperfine timing
 #     `docker run --rm isobench/minimal:<tag> /usr/local/bin/isobench agent hello`,
 #     and isobench's own overhead: its native startup (fork/exec of the
@@ -65,10 +68,12 @@ if ((${#need[@]})); then apt-get install -y "${need[@]}" >/dev/null; fi
 work=$(mktemp -d /tmp/isobench-fidelity-net.XXXXXX)
 label="isobench.fidelity=$$"
 pids=()
+counted=() # addresses with a fidelity-net-wire counting rule in INPUT
 nonlocal_was=""
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   [ -n "$nonlocal_was" ] && sysctl -qw net.ipv4.ip_nonlocal_bind="$nonlocal_was" || true
+  for a in "${counted[@]}"; do iptables -w -D INPUT -d "$a" -p tcp -m comment --comment fidelity-net-wire 2>/dev/null || true; done
   ids=$(docker ps -aq --filter "label=$label" 2>/dev/null || true)
   [ -n "$ids" ] && docker rm -f $ids >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -158,7 +163,17 @@ if [ -n "$hostsrv" ]; then
     done
     i=$((i + 1))
   done
+  # a rule without a target in INPUT counts the TCP bytes that reach the
+  # host's address on the link (isobench's bridge comes and goes with its
+  # runs, so its own counters cannot be read around one)
+  for a in $(printf '%s\n' "${gw[@]}" | sort -u); do
+    iptables -w -I INPUT -d "$a" -p tcp -m comment --comment fidelity-net-wire
+    counted+=("$a")
+  done
 fi
+wire_bytes() { # ADDR: the bytes counted so far for TCP to ADDR
+  iptables -w -nvxL INPUT | awk -v a="$1" '/fidelity-net-wire/ { for (i = 3; i <= NF; i++) if ($i == a) { print $2; exit } }'
+}
 sleep 1
 
 iperf_run() { # CPU ADDR PORT OUT
@@ -183,14 +198,24 @@ for r in $(seq 1 "$rounds"); do
     sock_run "$c" "${ip_sock[$m]}" 11111 "$work/sock-br-$m-$r.txt"
     # instance -> host: isobench's ends and the real tools, each platform
     # in its own run (one bridge gateway per run), tools image
+    # The two streams run alone, each in its own run, with the bytes the
+    # host's address on the link received counted around it (an
+    # iptables counter): the link's count, against which both tools' are checked.
     for p in $hostsrv; do
-      $bin run --quiet --state-dir "$state" --platform "$p" --image tools \
-        --workload "tcp-stream:server=host,client=instance,duration=${dur}s,streams=$streams,$pin" \
-        --workload "tcp-rr:server=host,client=instance,duration=${dur}s,streams=1,$pin" \
-        --workload "tool:iperf3:server=${gw[$p]},port=${port_h_iperf[$m]},parallel=$streams,duration=${dur}s,client-cpu=$c" \
-        --workload "tool:sockperf:server=${gw[$p]},port=${port_h_sock[$m]},msg-size=100,duration=${dur}s,client-cpu=$c" \
-        --reps 1 --db "$work/host-$p-$m-$r.db" >/dev/null || echo "round $r: $p: a cell failed (its number is missing)" >&2
-      $bin results --db "$work/host-$p-$m-$r.db" --format jsonl > "$work/host-$p-$m-$r.jsonl" 2>/dev/null || true
+      : > "$work/host-$p-$m-$r.jsonl"
+      for part in stream iperf rr; do
+        case $part in
+          stream) wl=(--workload "tcp-stream:server=host,client=instance,duration=${dur}s,streams=$streams,$pin") ;;
+          iperf) wl=(--workload "tool:iperf3:server=${gw[$p]},port=${port_h_iperf[$m]},parallel=$streams,duration=${dur}s,client-cpu=$c") ;;
+          rr) wl=(--workload "tcp-rr:server=host,client=instance,duration=${dur}s,streams=1,$pin"
+                  --workload "tool:sockperf:server=${gw[$p]},port=${port_h_sock[$m]},msg-size=100,duration=${dur}s,client-cpu=$c") ;;
+        esac
+        b0=$(wire_bytes "${gw[$p]}")
+        $bin run --quiet --state-dir "$state" --platform "$p" --image tools "${wl[@]}" \
+          --reps 1 --db "$work/host-$p-$m-$r-$part.db" >/dev/null || echo "round $r: $p: a cell failed (its number is missing)" >&2
+        echo $(( $(wire_bytes "${gw[$p]}") - b0 )) > "$work/wire-$p-$m-$r-$part"
+        $bin results --db "$work/host-$p-$m-$r-$part.db" --format jsonl >> "$work/host-$p-$m-$r.jsonl" 2>/dev/null || true
+      done
     done
   done
   [ "$startup" = 1 ] || continue
@@ -203,10 +228,10 @@ for r in $(seq 1 "$rounds"); do
 done
 
 [ "$startup" = 1 ] && $bin results --db "$db" --format jsonl > "$work/samples.jsonl" # load() reads a missing file as empty
-python3 - "$work" "$rounds" "$startup" "$pins" "$smoke" "$hostsrv" <<'PY'
+python3 - "$work" "$rounds" "$startup" "$pins" "$smoke" "$hostsrv" "$dur" <<'PY'
 import json, os, random, re, statistics, sys
 work, rounds, startup, pins, smoke = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4].split(), sys.argv[5] == "1"
-hostsrv = sys.argv[6].split()
+hostsrv, dur = sys.argv[6].split(), float(sys.argv[7])
 R = range(1, rounds + 1)
 def load(path):
     return [json.loads(l) for l in open(path)] if os.path.exists(path) else []
@@ -223,6 +248,12 @@ def iperf(kind, r):
         j = json.load(open(f"{work}/iperf-{kind}-{r}.json"))
         return j["end"]["sum_received"]["bits_per_second"] / 1e9
     except (OSError, ValueError, KeyError):
+        return None
+def wire(name):
+    """the bytes the bridge received during one run, as Gbit/s over the stream's duration"""
+    try:
+        return int(open(f"{work}/wire-{name}").read()) * 8 / dur / 1e9
+    except (OSError, ValueError):
         return None
 def sock(kind, r):
     """sockperf's rate, RTT avg, p50, p99 in round r (None each when lost)"""
@@ -259,6 +290,13 @@ for pin in pins:
         for name, ours_m, ref_m in RR:
             net.append((f"tcp-rr {name} vs sockperf", where, [value(ss, plat, "tcp-rr", ours_m) for ss in runs],
                         [value(ss, plat, "tool:sockperf", ref_m) for ss in runs]))
+        # each stream's Gbit/s against the bytes the link carried during
+        # its run, as Gbit/s over the stream's duration (headers and the
+        # instance's own traffic make the wire's count slightly larger)
+        for part, label, wl, m in (("stream", "tcp-stream", "tcp-stream", "throughput"),
+                                   ("iperf", "iperf3", "tool:iperf3", "received_gbit_per_sec")):
+            net.append((f"{label} Gbit/s vs link bytes", where, [value(ss, plat, wl, m) for ss in runs],
+                        [wire(f"{plat}-{pin}-{r}-{part}") for r in R]))
 
 BAND = (0.90, 1.10)
 def ratio_stats(a, b):

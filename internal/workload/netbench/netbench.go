@@ -96,14 +96,14 @@ func tcpDef(name, mode, help string, params ...workload.Param) workload.Def {
 
 // TCPStream is bulk TCP throughput.
 var TCPStream = tcpDef("tcp-stream", ModeStream,
-	"bulk TCP throughput between a server and N clients (iperf3-like: the bytes that arrived, counted by the receiving end, over the client's run, at the kernel's default socket buffers), Gbit/s; placement server=instance|host, client=host|instance; both ends call read and write directly, off Go's netpoller; against iperf3 pinned alike (bench/fidelity-net.sh, 8 rounds, 2026-12-02): on loopback and the Docker bridge within the host's run-to-run spread (per-round ratios 0.5-1.3), from a runc container to the host 1.24 [1.16, 1.41], from a QEMU/TCG guest 0.64 [0.51, 0.75] (the emulated guest spends more CPU per byte on this Go client than on iperf3; docs/fidelity.md)",
+	"bulk TCP throughput between a server and N clients, Gbit/s: the bytes the receiving end counted, over the time from the client's start to the receiver's count after the client's last write (iperf3: the receiver's bytes over its own -t); kernel default socket buffers, one blocking write of msg-size after another per stream, Nagle off (iperf3 leaves it on), both ends off Go's netpoller; placement server=instance|host, client=host|instance. Against iperf3 pinned alike, both count what the link carried (0.99-1.00 of an iptables byte counter, runc and QEMU), and where the sender's CPU is the limit the rate is the client's own: per-round ratios to iperf3 spread 0.5-1.4 on this host's loopback and bridges, and under an emulated CPU (QEMU/TCG) this Go client moves 0.6-0.7 of iperf3's rate; compare platforms with one tool (bench/fidelity-net.sh, docs/fidelity.md)",
 	workload.Param{Name: "msg-size", Kind: workload.Size, Default: "128k", Min: 1, Max: maxMsg, Help: "bytes per write"},
 	workload.Param{Name: "direction", Kind: workload.Enum, Enum: []string{"upload", "download"}, Default: "upload", Help: "upload: clients send; download: the server sends"},
 )
 
 // TCPRR is TCP request/response latency and rate.
 var TCPRR = tcpDef("tcp-rr", ModeRR,
-	"TCP request/response, one outstanding per stream (netperf TCP_RR): transactions/s and latency p50/p99/avg (us); against sockperf ping-pong pinned alike (bench/fidelity-net.sh, 8 rounds, 2026-12-02) its rate read 1.02 [0.99, 1.06] on loopback, 0.84 [0.74, 0.93] across the Docker bridge, 0.91 [0.83, 1.06] from a runc container to the host and 0.64 [0.52, 0.67] from a QEMU/TCG guest (docs/fidelity.md)",
+	"TCP request/response, one outstanding per stream (netperf TCP_RR): transactions/s and latency p50/p99/avg (us), each transaction timed by the client around one blocking write and read; against sockperf ping-pong pinned alike (bench/fidelity-net.sh) its rate and median round trip agree within the host's spread on loopback, across the Docker bridge and from a runc container to the host (rate 0.84-1.04 in 5-8 rounds), and under an emulated CPU (QEMU/TCG) its rate reads 0.64-0.72 of sockperf's (docs/fidelity.md)",
 	sizeParams()...)
 
 // TCPCRR is TCP connect/request/response/close rate.
