@@ -19,8 +19,9 @@
 #     bridge address, both clients bound with client-cpu, both servers
 #     with server-cpu/taskset; the two streams each in a run of their
 #     own, with the TCP bytes that reached the host's address counted
-#     during it (an iptables rule without a target), so each tool's Gbit/s is also checked against the
-#     link's own count ("vs link bytes");
+#     during it (an iptables rule without a target), so each tool's
+#     Gbit/s is also checked against the link's own count ("vs link
+#     bytes");
 #   - startup on docker vs hyperfine timing
 #     `docker run --rm isobench/minimal:<tag> /usr/local/bin/isobench agent hello`,
 #     and isobench's own overhead: its native startup (fork/exec of the
@@ -70,10 +71,13 @@ label="isobench.fidelity=$$"
 pids=()
 counted=() # addresses with a fidelity-net-wire counting rule in INPUT
 nonlocal_was=""
+wire_match() { # ADDR: the counting rule's match (one spec to insert and delete)
+  echo "-d $1 -p tcp -m comment --comment fidelity-net-wire"
+}
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   [ -n "$nonlocal_was" ] && sysctl -qw net.ipv4.ip_nonlocal_bind="$nonlocal_was" || true
-  for a in "${counted[@]}"; do iptables -w -D INPUT -d "$a" -p tcp -m comment --comment fidelity-net-wire 2>/dev/null || true; done
+  for a in "${counted[@]}"; do iptables -w -D INPUT $(wire_match "$a") 2>/dev/null || true; done
   ids=$(docker ps -aq --filter "label=$label" 2>/dev/null || true)
   [ -n "$ids" ] && docker rm -f $ids >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -167,7 +171,7 @@ if [ -n "$hostsrv" ]; then
   # host's address on the link (isobench's bridge comes and goes with its
   # runs, so its own counters cannot be read around one)
   for a in $(printf '%s\n' "${gw[@]}" | sort -u); do
-    iptables -w -I INPUT -d "$a" -p tcp -m comment --comment fidelity-net-wire
+    iptables -w -I INPUT $(wire_match "$a")
     counted+=("$a")
   done
 fi
@@ -197,10 +201,10 @@ for r in $(seq 1 "$rounds"); do
     sock_run "$c" 127.0.0.1 "${port_lo_sock[$m]}" "$work/sock-lo-$m-$r.txt"
     sock_run "$c" "${ip_sock[$m]}" 11111 "$work/sock-br-$m-$r.txt"
     # instance -> host: isobench's ends and the real tools, each platform
-    # in its own run (one bridge gateway per run), tools image
-    # The two streams run alone, each in its own run, with the bytes the
-    # host's address on the link received counted around it (an
-    # iptables counter): the link's count, against which both tools' are checked.
+    # in runs of its own (one bridge gateway per run), tools image; the
+    # two streams each alone in a run, with the TCP bytes that reached the
+    # host's address counted around it (the iptables rule): the link's
+    # count, against which both tools' are checked
     for p in $hostsrv; do
       : > "$work/host-$p-$m-$r.jsonl"
       for part in stream iperf rr; do
@@ -250,7 +254,7 @@ def iperf(kind, r):
     except (OSError, ValueError, KeyError):
         return None
 def wire(name):
-    """the bytes the bridge received during one run, as Gbit/s over the stream's duration"""
+    """the TCP bytes that reached the host's address during one run, as Gbit/s over the stream's duration"""
     try:
         return int(open(f"{work}/wire-{name}").read()) * 8 / dur / 1e9
     except (OSError, ValueError):
@@ -292,7 +296,7 @@ for pin in pins:
                         [value(ss, plat, "tool:sockperf", ref_m) for ss in runs]))
         # each stream's Gbit/s against the bytes the link carried during
         # its run, as Gbit/s over the stream's duration (headers and the
-        # instance's own traffic make the wire's count slightly larger)
+        # instance's own traffic make the link's count slightly larger)
         for part, label, wl, m in (("stream", "tcp-stream", "tcp-stream", "throughput"),
                                    ("iperf", "iperf3", "tool:iperf3", "received_gbit_per_sec")):
             net.append((f"{label} Gbit/s vs link bytes", where, [value(ss, plat, wl, m) for ss in runs],
